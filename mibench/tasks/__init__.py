@@ -1,0 +1,25 @@
+"""Tasks with known ground-truth MI; ``TASKS`` maps names to factories ``f(device=..., **params)``."""
+from ..registry import Registry
+
+TASKS: Registry = Registry("task")
+
+from .base import Task, bsc_crossover, bsc_mi_bits, gaussian_rho, gaussian_mi_bits  # noqa: E402
+from . import gaussian  # noqa: E402,F401  (registers itself)
+
+__all__ = ["TASKS", "Task", "bsc_crossover", "bsc_mi_bits", "gaussian_rho", "gaussian_mi_bits", "make_task"]
+
+
+def make_task(name: str, device="cpu", **params):
+    """Build a task by registry name; unknown parameters are refused with one line."""
+    import inspect
+
+    from ..errors import MibenchError
+
+    entry = TASKS.get(name)
+    factory = entry.obj
+    accepted = inspect.signature(factory).parameters
+    for key in params:
+        if key not in accepted:
+            ok = sorted(k for k in accepted if k != "device")
+            raise MibenchError(f"task {entry.name!r} does not take {key!r}; it takes: {', '.join(ok) or 'nothing'}")
+    return factory(device=device, **params)

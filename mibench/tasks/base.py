@@ -1,0 +1,102 @@
+"""The task protocol and the information-theoretic maps that tasks share.
+
+A *task* samples paired batches (X, Y) whose true mutual information is known exactly, at any
+requested level up to the task's capacity.  It is a small protocol (compare bmi's
+``src/bmi/interface.py``): ``sample(batch_size, mi_bits, generator)`` returns two float32 tensors
+of shape (batch, dim_x) and (batch, dim_y) on ``task.device``; ``info()`` returns the JSON-able
+facts recorded in a run's ``config.json`` (ds, dr, pool sizes, decoder accuracy, data source).
+"""
+from __future__ import annotations
+
+import math
+from typing import Protocol, runtime_checkable
+
+import torch
+
+from ..errors import MibenchError
+from ..units import LN2
+
+
+@runtime_checkable
+class Task(Protocol):
+    name: str
+    dim_x: int
+    dim_y: int
+    device: torch.device
+
+    @property
+    def max_mi_bits(self) -> float:
+        """Largest true MI (bits) the task can hold; ``math.inf`` when unbounded."""
+
+    def sample(self, batch_size: int, mi_bits: float, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """A batch of joint pairs whose true MI is ``mi_bits``."""
+
+    def info(self) -> dict:
+        """JSON-able description (ds, dr, data source, decoder accuracy, ...)."""
+
+
+def check_mi_request(task_name: str, mi_bits: float, max_mi_bits: float, what: str = "") -> None:
+    """Refuse impossible MI requests with one clear line."""
+    if not math.isfinite(mi_bits) or mi_bits < 0:
+        raise MibenchError(f"true MI must be a finite number >= 0 bits, got {mi_bits}")
+    if mi_bits > max_mi_bits + 1e-9:
+        extra = f" ({what})" if what else ""
+        raise MibenchError(
+            f"task {task_name!r} holds at most {max_mi_bits:g} bits{extra}; requested {mi_bits:g} bits"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Binary symmetric channel (paper 002, §4.5, Theorem 4.4): I(X;Y) = ds * (1 - H_b(beta)), bits.
+# ---------------------------------------------------------------------------------------------
+
+def binary_entropy_bits(beta: float) -> float:
+    """H_b(beta) in bits; H_b(0) = H_b(1) = 0."""
+    if beta <= 0.0 or beta >= 1.0:
+        return 0.0
+    return -(beta * math.log2(beta) + (1.0 - beta) * math.log2(1.0 - beta))
+
+
+def bsc_mi_bits(ds: int, beta: float) -> float:
+    """True MI (bits) of ds fair binary sources sent to Y through a BSC with crossover beta."""
+    return ds * (1.0 - binary_entropy_bits(beta))
+
+
+def bsc_crossover(ds: int, mi_bits: float) -> float:
+    """The crossover beta in [0, 1/2] with ds * (1 - H_b(beta)) = mi_bits exactly.
+
+    H_b is strictly increasing on [0, 1/2], so the root is unique; found by bisection to machine
+    precision (not a grid).
+    """
+    if ds < 1:
+        raise MibenchError(f"ds must be >= 1, got {ds}")
+    check_mi_request("bsc", mi_bits, float(ds), f"ds = {ds} binary sources")
+    target = 1.0 - mi_bits / ds  # required H_b(beta), in [0, 1]
+    if target <= 0.0:
+        return 0.0
+    if target >= 1.0:
+        return 0.5
+    lo, hi = 0.0, 0.5
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if binary_entropy_bits(mid) < target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-17:
+            break
+    return 0.5 * (lo + hi)
+
+
+# ---------------------------------------------------------------------------------------------
+# Correlated Gaussians (paper 002, §4.1): I = -(d/2) log(1 - rho^2) nats.
+# ---------------------------------------------------------------------------------------------
+
+def gaussian_mi_bits(dim: int, rho: float) -> float:
+    return -0.5 * dim * math.log1p(-rho * rho) / LN2
+
+
+def gaussian_rho(dim: int, mi_bits: float) -> float:
+    """Component-wise correlation rho giving ``mi_bits`` over ``dim`` independent pairs."""
+    check_mi_request("gaussian", mi_bits, math.inf)
+    return math.sqrt(-math.expm1(-2.0 * mi_bits * LN2 / dim))
