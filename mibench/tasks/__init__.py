@@ -5,6 +5,7 @@ TASKS: Registry = Registry("task")
 
 from .base import Task, bsc_crossover, bsc_mi_bits, gaussian_rho, gaussian_mi_bits  # noqa: E402
 from . import gaussian  # noqa: E402,F401  (registers itself)
+from . import vision, text, mixed  # noqa: E402,F401  (real-data tasks, register themselves)
 
 __all__ = ["TASKS", "Task", "bsc_crossover", "bsc_mi_bits", "gaussian_rho", "gaussian_mi_bits", "make_task"]
 

@@ -1,0 +1,75 @@
+"""Image-text task (paper 002 §5.1, cross-domain pairs): X from the vision construction, Y from the
+text construction, driven by the same ds binary sources (Y's classes through the BSC).
+
+X: the MNIST canvas of classes C (layout/side/nuisance as in :mod:`mibench.tasks.vision`);
+Y: the concatenated IMDB embeddings of classes C' = C XOR Bernoulli(beta) (as in
+:mod:`mibench.tasks.text`).  Both pools carry an error-free decoder, so I(X;Y) = ds(1 - H_b(beta)).
+dim_x = channels * side^2, dim_y = ds * hidden.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from . import TASKS
+from .pools import BSCSources
+from .text import DEFAULT_MARGIN, load_imdb_pool
+from .vision import PATCH, RESIZE, Renderer, check_nuisance, check_side, load_backgrounds, load_mnist_pool, parse_layout
+
+
+class MixedTask(BSCSources):
+    name = "mixed"
+
+    def __init__(self, ds=None, layout=None, side: int = PATCH, nuisance: float = 0.0, encoder=None, data_dir=None,
+                 n_per_class=None, max_length=None, split=None, margin: float = DEFAULT_MARGIN, device="cpu"):
+        self.layout = parse_layout(ds, layout)
+        self.ds = int(np.prod(self.layout))
+        self.side = check_side(side)
+        self.nuisance = check_nuisance(nuisance)
+        self.device = torch.device(device)
+        self.text_pool, self._text_info = load_imdb_pool(data_dir, encoder, n_per_class, max_length, split, margin,
+                                                         self.device)
+        self.image_pool, self._image_info = load_mnist_pool(data_dir, n_per_class, margin, self.device)
+        bgs, self._bg_info = (None, None)
+        if self.nuisance > 0:
+            bgs, self._bg_info = load_backgrounds(data_dir, self.device)
+        self.render = Renderer(self.layout, self.side, self.nuisance, bgs, self.device)
+        self.hidden = int(self.text_pool.items.shape[1])
+        self.dim_x = self.layout[0] * self.side ** 2
+        self.dim_y = self.ds * self.hidden
+        self.dr = self.dim_x  # representation size of the image side; the text side is dim_y
+        self._beta: dict[float, float] = {}
+
+    def sample_with_classes(self, batch_size: int, mi_bits: float, generator: torch.Generator):
+        """(x, y, cx, cy): image canvases of classes cx, text blocks of classes cy."""
+        cx, cy = self.draw_classes(batch_size, mi_bits, generator)
+        ix = self.image_pool.draw_one(cx, generator)
+        iy = self.text_pool.draw_one(cy, generator)
+        b = cx.shape[0]
+        x = self.render(self.image_pool.items[ix], generator)
+        y = self.text_pool.items[iy].reshape(b, self.dim_y)
+        return x, y, cx, cy
+
+    def info(self) -> dict:
+        sources = [self._image_info["data_source"], self._text_info["data_source"]]
+        out = {"task": self.name, "ds": self.ds, "dr": self.dr, "dr_x": self.dim_x, "dr_y": self.dim_y, "dim_x": self.dim_x, "dim_y": self.dim_y,
+               "max_mi_bits": self.max_mi_bits, "true_mi": "ds * (1 - H_b(beta)) bits, BSC per source",
+               "layout": "x".join(map(str, self.layout)), "side": self.side, "resize": RESIZE,
+               "nuisance": self.nuisance, "encoder": self._text_info["encoder"]["encoder"],
+               "data_source": "; ".join(f"{k}: {v}" for k, v in zip(("images", "text"), sources)),
+               "pool_sizes": {"mnist": self._image_info["pool_sizes"], "imdb": self._text_info["pool_sizes"]},
+               "decoder_accuracy": min(self._image_info["decoder_accuracy"], self._text_info["decoder_accuracy"]),
+               "pools": {"mnist": self._image_info, "imdb": self._text_info}}
+        if self._bg_info is not None:
+            out["pools"]["backgrounds"] = self._bg_info
+            out["nuisance_source"] = self._bg_info["data_source"]
+        return out
+
+
+@TASKS.register("mixed", "image-text pairs: X = MNIST canvas (vision), Y = IMDB embeddings (text), same sources; "
+                         "--ds/--layout, --side, --nuisance, --encoder, --data-dir")
+def make_mixed(device="cpu", ds=None, layout=None, side: int = PATCH, nuisance: float = 0.0, encoder=None,
+               data_dir=None, n_per_class=None, max_length=None, split=None,
+               margin: float = DEFAULT_MARGIN) -> MixedTask:
+    return MixedTask(ds=ds, layout=layout, side=side, nuisance=nuisance, encoder=encoder, data_dir=data_dir,
+                     n_per_class=n_per_class, max_length=max_length, split=split, margin=margin, device=device)

@@ -1,0 +1,199 @@
+"""Class pools for the same-class-sampling tasks, and the error-free decoder that makes the truth hold.
+
+I(X;Y) = H(C) (paper 002 §4.3, Lee et al. 2023 Thm 3.2) needs the class to be decodable without
+error from each item that can be sampled.  We make that hold *by construction*: a linear
+(logistic-regression) decoder is fitted on the whole candidate pool (features standardised,
+small L2 penalty, full-batch L-BFGS, deterministic), and each class pool keeps only the items it
+classifies correctly with a logit margin >= ``margin``.  On the kept pool that decoder is then
+error-free (accuracy asserted to be exactly 1.0 and recorded in ``info()``), so an error-free
+decoder exists and the true MI is exactly H(C) per source.  For MNIST 0/1 nearly every digit
+passes; for frozen sentence embeddings (not linearly separable by sentiment) this filtering is
+what makes the text task's truth exact.
+
+The kept indices are cached (``<cache>/pools``) keyed by the data identity and the decoder
+settings.
+
+A :class:`ClassPool` holds both classes concatenated in one tensor on the task's device; a
+batch is one index gather (:meth:`ClassPool.draw` is vectorised, no per-sample Python).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import numpy as np
+import torch
+
+from ..errors import MibenchError
+from .base import bsc_crossover, check_mi_request
+
+DECODER_VERSION = 1
+
+
+def fit_linear_decoder(features: np.ndarray, labels: np.ndarray, l2: float = 1e-3, max_iter: int = 300):
+    """Logistic regression (class 1 vs 0) by full-batch L-BFGS in float64 on standardised features.
+
+    Returns a function ``logits(features) -> np.ndarray`` (float64 log-odds of class 1).
+    """
+    x = torch.as_tensor(np.asarray(features, dtype=np.float64))
+    y = torch.as_tensor(np.asarray(labels, dtype=np.float64))
+    mean = x.mean(0)
+    std = x.std(0).clamp_min(1e-6)
+    z = (x - mean) / std
+    w = torch.zeros(z.shape[1], dtype=torch.float64, requires_grad=True)
+    b = torch.zeros((), dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=max_iter, tolerance_grad=1e-9, tolerance_change=1e-12,
+                            history_size=20, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(z @ w + b, y) + 0.5 * l2 * (w * w).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    w_, b_ = w.detach(), b.detach()
+
+    def logits(feat) -> np.ndarray:
+        f = torch.as_tensor(np.asarray(feat, dtype=np.float64))
+        return (((f - mean) / std) @ w_ + b_).numpy()
+
+    return logits
+
+
+def filter_by_decoder(features: np.ndarray, labels: np.ndarray, margin: float, l2: float = 1e-3) -> dict:
+    """Fit the decoder on all items, keep those it gets right with logit margin >= margin.
+
+    Returns {"keep": int64 indices, "accuracy_before": ..., "decoder_accuracy": accuracy on the kept
+    pool (1.0), "kept_per_class", "candidates_per_class", "margin", "decoder"}.
+    """
+    if margin < 0:
+        raise MibenchError(f"decoder margin must be >= 0, got {margin}")
+    labels = np.asarray(labels).astype(np.int64)
+    if set(np.unique(labels)) != {0, 1}:
+        raise MibenchError("a class pool needs items of both classes 0 and 1")
+    logit = fit_linear_decoder(features, labels, l2=l2)(features)
+    signed = np.where(labels == 1, logit, -logit)
+    correct = signed > 0
+    keep = np.flatnonzero(signed >= max(margin, 1e-12))
+    kept_acc = float(np.mean(correct[keep])) if len(keep) else 0.0
+    out = {
+        "keep": keep,
+        "decoder": f"logistic regression (standardised features, L2 {l2:g}, L-BFGS) with logit margin >= {margin:g}",
+        "margin": float(margin),
+        "accuracy_before": float(np.mean(correct)),
+        "decoder_accuracy": kept_acc,
+        "candidates_per_class": [int((labels == c).sum()) for c in (0, 1)],
+        "kept_per_class": [int((labels[keep] == c).sum()) for c in (0, 1)],
+    }
+    return out
+
+
+def cached_filter(kind: str, identity: dict, features_fn, labels: np.ndarray, margin: float, l2: float = 1e-3) -> dict:
+    """:func:`filter_by_decoder` with its result cached under ``<cache>/pools`` by identity+settings."""
+    from ..data.sources import cache_dir
+
+    key = {"version": DECODER_VERSION, "kind": kind, "identity": identity, "margin": float(margin), "l2": float(l2),
+           "n": int(len(labels))}
+    kh = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    folder = cache_dir() / "pools"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{kind}-{kh}.json"
+    if path.is_file():
+        try:
+            rec = json.loads(path.read_text())
+            rec["keep"] = np.asarray(rec["keep"], dtype=np.int64)
+            if rec.get("key") == key:
+                return rec
+        except (OSError, ValueError, KeyError):
+            pass
+    rec = filter_by_decoder(features_fn(), labels, margin, l2)
+    rec["key"] = key
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps({**rec, "keep": rec["keep"].tolist()}))
+    os.replace(tmp, path)
+    return rec
+
+
+def check_kept_pool(rec: dict, what: str) -> None:
+    if rec["decoder_accuracy"] != 1.0:
+        raise MibenchError(f"{what}: decoder accuracy on the kept pool is {rec['decoder_accuracy']}, not 1.0")
+    if min(rec["kept_per_class"]) < 2:
+        raise MibenchError(f"{what}: fewer than 2 items per class survive the decoder filter "
+                           f"({rec['kept_per_class']}); lower the margin or use more data")
+
+
+def pool_info(rec: dict) -> dict:
+    return {k: rec[k] for k in ("decoder", "margin", "accuracy_before", "decoder_accuracy",
+                                "candidates_per_class", "kept_per_class")}
+
+
+class ClassPool:
+    """Items of classes 0 and 1 in one tensor (class 0 first); vectorised same-class draws."""
+
+    def __init__(self, items: torch.Tensor, labels, device):
+        labels = torch.as_tensor(np.asarray(labels)).long()
+        order = torch.argsort(labels, stable=True)
+        self.items = items[order].to(device).contiguous()
+        counts = torch.bincount(labels, minlength=2)
+        if counts.numel() != 2 or int(counts.min()) < 2:
+            raise MibenchError(f"class pool needs >= 2 items of each class 0/1, got {counts.tolist()}")
+        self.device = torch.device(device)
+        self.sizes = counts.to(self.device)
+        self.offsets = torch.tensor([0, int(counts[0])], device=self.device)
+        self.sizes_list = [int(c) for c in counts]
+
+    def __len__(self) -> int:
+        return int(self.items.shape[0])
+
+    def draw(self, cx: torch.Tensor, cy: torch.Tensor, generator: torch.Generator):
+        """Global indices (ix, iy) for class arrays cx, cy (same shape, long in {0,1}).
+
+        ix is uniform within class cx; iy uniform within class cy and, where cy == cx, never the
+        same item as ix (Y is a *different* image of its class).
+        """
+        u = torch.rand((2,) + tuple(cx.shape), generator=generator, device=self.device, dtype=torch.float64)
+        nx = self.sizes[cx]
+        jx = torch.minimum((u[0] * nx).long(), nx - 1)
+        same = (cx == cy).long()
+        m = self.sizes[cy] - same
+        jy = torch.minimum((u[1] * m).long(), m - 1)
+        jy = jy + same * (jy >= jx).long()
+        return self.offsets[cx] + jx, self.offsets[cy] + jy
+
+    def draw_one(self, c: torch.Tensor, generator: torch.Generator):
+        u = torch.rand(tuple(c.shape), generator=generator, device=self.device, dtype=torch.float64)
+        n = self.sizes[c]
+        return self.offsets[c] + torch.minimum((u * n).long(), n - 1)
+
+
+class BSCSources:
+    """ds fair binary sources; X gets C, Y gets C XOR Bernoulli(beta) (paper 002 Thm 4.4).
+
+    Subclasses set ``name``, ``ds``, ``device``, ``_beta = {}`` and define ``sample_with_classes``.
+    """
+
+    def crossover(self, mi_bits: float) -> float:
+        """BSC crossover beta for ``mi_bits`` (exact root, memoised per task)."""
+        beta = self._beta.get(mi_bits)
+        if beta is None:
+            check_mi_request(self.name, mi_bits, self.max_mi_bits, f"ds = {self.ds} binary sources")
+            beta = self._beta[mi_bits] = bsc_crossover(self.ds, mi_bits)
+        return beta
+
+    @property
+    def max_mi_bits(self) -> float:
+        return float(self.ds)
+
+    def draw_classes(self, batch_size: int, mi_bits: float, generator: torch.Generator):
+        beta = self.crossover(float(mi_bits))
+        if int(batch_size) < 1:
+            raise MibenchError(f"batch size must be >= 1, got {batch_size}")
+        u = torch.rand(2, int(batch_size), self.ds, generator=generator, device=self.device)
+        cx = (u[0] < 0.5).long()
+        return cx, cx ^ (u[1] < beta).long()
+
+    def sample(self, batch_size: int, mi_bits: float, generator: torch.Generator):
+        x, y, _, _ = self.sample_with_classes(batch_size, mi_bits, generator)
+        return x, y

@@ -1,0 +1,122 @@
+"""Text task (paper 002 §4.4): IMDB review embeddings with known shared information.
+
+Per sample and source i = 1..ds: C_i ~ fair coin (0 = negative, 1 = positive review), X's
+block i is the sentence embedding of a random review of class C_i, Y's block i that of a
+*different* random review of class C'_i = C_i XOR Bernoulli(beta) (BSC; beta solves
+ds * (1 - H_b(beta)) = MI).  X and Y are the concatenations of the ds blocks:
+dr = ds * hidden (3840 for ds = 10 with all-MiniLM-L6-v2's 384-d embeddings).
+
+Embeddings: :mod:`mibench.data.embeddings` (default encoder the packaged all-MiniLM-L6-v2, mean
+pooling + L2 norm; any Hugging Face checkpoint via ``encoder``), over a class-balanced subset of
+``n_per_class`` reviews per class (default 1500) of the ``split`` (default train), computed once
+and cached.  Without the full data (and without an explicit data directory) the embedded float16
+copy of exactly that default subset is used, and announced.
+
+Frozen sentiment embeddings are not linearly separable, so each class pool keeps only the reviews a
+logistic-regression decoder classifies correctly with logit margin >= ``margin`` (default 1.0);
+the decoder is error-free on the kept pool (accuracy 1.0, recorded), which makes I(X;Y) = H(C)
+per source exact (see :mod:`mibench.tasks.pools`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..errors import MibenchError
+from . import TASKS
+from .pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
+from .vision import parse_layout
+
+DEFAULT_MARGIN = 1.0
+
+
+def check_ds(ds) -> int:
+    return int(np.prod(parse_layout(ds, None))) if ds is not None else 10
+
+
+def load_imdb_pool(data_dir=None, encoder=None, n_per_class=None, max_length=None, split=None,
+                   margin: float = DEFAULT_MARGIN, device="cpu", progress: bool = True):
+    """(ClassPool of float32 embeddings (N, hidden), info dict) after the decoder filter."""
+    from ..data import embedded
+    from ..data import embeddings as E
+
+    n_per_class = E.DEFAULT_N_PER_CLASS if n_per_class is None else int(n_per_class)
+    max_length = E.DEFAULT_MAX_LENGTH if max_length is None else int(max_length)
+    split = E.DEFAULT_SPLIT if split is None else str(split)
+    if n_per_class < 2:
+        raise MibenchError(f"n_per_class must be >= 2, got {n_per_class}")
+    ident = E.encoder_identity(encoder)  # refuses unknown encoders before any data work
+    kind, where, rows = embedded.choose_source("imdb", data_dir)
+    if kind == "full":
+        emb, labels, meta = E.imdb_embeddings(where, encoder, n_per_class, split, max_length, progress=progress)
+        source = f"full data ({where}/imdb, {split} split, md5 verified); embeddings {meta.get('cache', '')}".rstrip()
+        pool_ident = {"source": "full", "embedding_key": meta["key"]}
+    else:
+        part = embedded.provenance().get("parts", {}).get("imdb", {})
+        shipped = part.get("embedding_key", {})
+        wanted = {"encoder": ident, "max_length": max_length, "split": split}
+        have = {"encoder": shipped.get("encoder"), "max_length": shipped.get("max_length"), "split": shipped.get("split")}
+        if wanted != have:
+            raise MibenchError(
+                f"the embedded IMDB subset holds {have['encoder'] and have['encoder'].get('encoder')} embeddings "
+                f"(max_length {have['max_length']}, {have['split']} split) only; encoder "
+                f"{ident['encoder']!r} / max_length {max_length} / split {split} needs the full IMDB data "
+                "(--data-dir or MIBENCH_DATA)")
+        z = embedded.load("imdb")
+        emb_all, lab_all = z["embeddings"].astype(np.float32), z["labels"].astype(np.int64)
+        per = part.get("n_per_class") or int((lab_all == 0).sum())
+        if n_per_class > per:
+            raise MibenchError(f"the embedded IMDB subset has {per} reviews per class; n_per_class = {n_per_class} "
+                               "needs the full IMDB data (--data-dir or MIBENCH_DATA)")
+        # the shipped subset is prefix-stable per class (see imdb_subset_indices): take each class's prefix
+        sel = np.concatenate([np.flatnonzero(lab_all == c)[:n_per_class] for c in (0, 1)])
+        emb, labels = emb_all[sel], lab_all[sel]
+        embedded.announce("imdb", where)
+        source = embedded.describe("imdb")
+        pool_ident = {"source": "embedded", "md5": part.get("md5"), "n_per_class": n_per_class}
+    rec = cached_filter("imdb", pool_ident, lambda: emb, labels, margin)
+    check_kept_pool(rec, "IMDB embedding pool")
+    keep = rec["keep"]
+    pool = ClassPool(torch.from_numpy(np.ascontiguousarray(emb[keep], dtype=np.float32)), labels[keep], device)
+    info = {"data_source": source, "dataset": f"IMDB reviews ({split}), {n_per_class} per class",
+            "encoder": ident, "max_length": max_length, "pool_sizes": pool.sizes_list,
+            "decoder_accuracy": rec["decoder_accuracy"], "decoder": pool_info(rec)}
+    if rows:
+        info["checksums"] = rows
+    return pool, info
+
+
+class TextTask(BSCSources):
+    name = "text"
+
+    def __init__(self, ds=10, encoder=None, data_dir=None, n_per_class=None, max_length=None, split=None,
+                 margin: float = DEFAULT_MARGIN, device="cpu"):
+        self.ds = check_ds(ds)
+        self.device = torch.device(device)
+        self.pool, self._pool_info = load_imdb_pool(data_dir, encoder, n_per_class, max_length, split, margin,
+                                                    self.device)
+        self.hidden = int(self.pool.items.shape[1])
+        self.dr = self.dim_x = self.dim_y = self.ds * self.hidden
+        self._beta: dict[float, float] = {}
+
+    def sample_with_classes(self, batch_size: int, mi_bits: float, generator: torch.Generator):
+        """(x, y, cx, cy): the batch and the per-source classes behind X and Y."""
+        cx, cy = self.draw_classes(batch_size, mi_bits, generator)
+        ix, iy = self.pool.draw(cx, cy, generator)
+        b = cx.shape[0]
+        return (self.pool.items[ix].reshape(b, self.dr), self.pool.items[iy].reshape(b, self.dr), cx, cy)
+
+    def info(self) -> dict:
+        p = self._pool_info
+        return {"task": self.name, "ds": self.ds, "dr": self.dr, "dim_x": self.dim_x, "dim_y": self.dim_y,
+                "max_mi_bits": self.max_mi_bits, "true_mi": "ds * (1 - H_b(beta)) bits, BSC per source",
+                "embedding_dim": self.hidden, "encoder": p["encoder"]["encoder"], "data_source": p["data_source"],
+                "pool_sizes": p["pool_sizes"], "decoder_accuracy": p["decoder_accuracy"], "pools": {"imdb": p}}
+
+
+@TASKS.register("text", "IMDB review embeddings (all-MiniLM-L6-v2 by default), ds concatenated, BSC for "
+                        "non-integer MI; --ds, --encoder, --n-per-class, --data-dir")
+def make_text(device="cpu", ds=10, encoder=None, data_dir=None, n_per_class=None, max_length=None, split=None,
+              margin: float = DEFAULT_MARGIN) -> TextTask:
+    return TextTask(ds=ds, encoder=encoder, data_dir=data_dir, n_per_class=n_per_class, max_length=max_length,
+                    split=split, margin=margin, device=device)

@@ -1,0 +1,251 @@
+"""Vision task (paper 002 §4.3-4.5, §5.4-5.6): MNIST 0/1 digits with known shared information.
+
+Construction, per sample and source i = 1..ds:
+
+* C_i ~ fair coin; X's patch i is a random MNIST digit of class C_i;
+* C'_i = C_i XOR Bernoulli(beta) (binary symmetric channel, beta = bsc_crossover(ds, MI) solves
+  ds * (1 - H_b(beta)) = MI exactly); Y's patch i is a random digit of class C'_i, never the
+  same image as X's patch (a *different* image of the same class when C'_i = C_i).
+
+The ds patches are laid out in a ``channels x rows x cols`` grid (``layout="1x2x5"``, the paper's
+default for ds = 10; "2x5" means one channel; RGB stacking is channels = 3).  Each channel's
+(rows*28) x (cols*28) canvas is resized to ``side x side`` with bilinear interpolation
+(``torch.nn.functional.interpolate``, ``align_corners=False``, ``antialias=True`` so that
+down-sizing averages rather than aliases; an exact no-op when the canvas is already side x side).
+dr = channels * side^2, values in [0, 1].
+
+Nuisance eta in [0, 1] (§5.6): every X and Y canvas is composited over its own independent random
+CIFAR-10 image (grayscale, ITU-R 601 luma, unless channels = 3, which takes RGB; other channel
+counts repeat the grayscale), resized to side x side the same way:
+``clip(canvas + eta * background, 0, 1)``.  Backgrounds are independent of everything else, so the
+true MI is unchanged.
+
+True MI = ds * (1 - H_b(beta)) bits, which needs the class of every pooled digit to be decodable
+without error: see :mod:`mibench.tasks.pools` (decoder accuracy 1.0 on the kept pool, recorded in
+``info()``).  Everything is vectorised torch on ``device``: one uint8 tensor per pool, a batch is
+an index gather plus one interpolate call.
+"""
+from __future__ import annotations
+
+import math
+import re
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..errors import MibenchError
+from . import TASKS
+from .pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
+
+PATCH = 28
+MAX_SOURCES = 4096
+SIDE_RANGE = (8, 1024)
+RESIZE = "bilinear (torch interpolate, align_corners=False, antialias=True)"
+LUMA = (0.299, 0.587, 0.114)
+
+
+def default_layout(ds: int) -> tuple[int, int, int]:
+    """1 x r x c with r the largest divisor of ds not above sqrt(ds) (10 -> 1x2x5, 36 -> 1x6x6)."""
+    r = max(d for d in range(1, int(math.isqrt(ds)) + 1) if ds % d == 0)
+    return 1, r, ds // r
+
+
+def parse_layout(ds=None, layout=None) -> tuple[int, int, int]:
+    if layout is None:
+        if ds is None:
+            ds = 10
+        try:
+            ds_i = int(ds)
+        except (TypeError, ValueError):
+            raise MibenchError(f"ds must be an integer, got {ds!r}") from None
+        if ds_i != ds or not 1 <= ds_i <= MAX_SOURCES:
+            raise MibenchError(f"ds must be an integer in [1, {MAX_SOURCES}], got {ds}")
+        return default_layout(ds_i)
+    if isinstance(layout, (tuple, list)):
+        parts = [str(p) for p in layout]
+    else:
+        parts = re.split(r"\s*[x×X*,]\s*", str(layout).strip())
+    try:
+        dims = [int(p) for p in parts]
+    except ValueError:
+        raise MibenchError(f"bad layout {layout!r}: use channels x rows x cols, e.g. 1x2x5 or 3x2x2") from None
+    if len(dims) == 2:
+        dims = [1] + dims
+    if len(dims) != 3 or min(dims) < 1:
+        raise MibenchError(f"bad layout {layout!r}: use channels x rows x cols with positive integers, e.g. 1x2x5")
+    c, r, k = dims
+    n = c * r * k
+    if n > MAX_SOURCES:
+        raise MibenchError(f"layout {layout!r} has {n} sources; at most {MAX_SOURCES}")
+    if ds is not None and int(ds) != n:
+        raise MibenchError(f"layout {layout!r} holds {n} sources but ds = {ds}; give one or make them agree")
+    return c, r, k
+
+
+def check_side(side) -> int:
+    try:
+        s = int(side)
+    except (TypeError, ValueError):
+        raise MibenchError(f"side must be an integer, got {side!r}") from None
+    if s != side or not SIDE_RANGE[0] <= s <= SIDE_RANGE[1]:
+        raise MibenchError(f"side must be an integer in [{SIDE_RANGE[0]}, {SIDE_RANGE[1]}] pixels, got {side}")
+    return s
+
+
+def check_nuisance(eta) -> float:
+    try:
+        e = float(eta)
+    except (TypeError, ValueError):
+        raise MibenchError(f"nuisance (eta) must be a number in [0, 1], got {eta!r}") from None
+    if not 0.0 <= e <= 1.0:
+        raise MibenchError(f"nuisance (eta) must be in [0, 1], got {eta}")
+    return e
+
+
+def _subset_per_class(labels: np.ndarray, n_per_class, seed: int = 0) -> np.ndarray:
+    """Indices of a seeded class-balanced subset (all items when n_per_class is None)."""
+    if n_per_class is None:
+        return np.arange(len(labels))
+    n = int(n_per_class)
+    if n < 2:
+        raise MibenchError(f"n_per_class must be >= 2, got {n_per_class}")
+    out = []
+    for c in (0, 1):
+        idx = np.flatnonzero(labels == c)
+        if n > len(idx):
+            raise MibenchError(f"only {len(idx)} items of class {c} available; n_per_class = {n}")
+        out.append(np.sort(idx[np.random.default_rng([0, seed, c]).permutation(len(idx))[:n]]))
+    return np.concatenate(out)
+
+
+def load_mnist_pool(data_dir=None, n_per_class=None, margin: float = 1.0, device="cpu"):
+    """(ClassPool of uint8 (N, 28, 28) digits, info dict) after the decoder filter."""
+    from ..data import embedded
+    from ..data.loaders import load_mnist
+
+    kind, where, rows = embedded.choose_source("mnist", data_dir)
+    if kind == "full":
+        images, labels, _ = load_mnist(where, "train")
+        sel = np.flatnonzero(labels <= 1)
+        images, labels = images[sel], labels[sel].astype(np.int64)
+        source = f"full data ({where}/mnist, train split, md5 verified)"
+        ident = {"source": "full", "md5": [r["md5"] for r in rows]}
+    else:
+        z = embedded.load("mnist")
+        images, labels = z["images"], z["labels"].astype(np.int64)
+        embedded.announce("mnist", where)
+        source = embedded.describe("mnist")
+        ident = {"source": "embedded", "md5": embedded.provenance().get("parts", {}).get("mnist", {}).get("md5")}
+    sub = _subset_per_class(labels, n_per_class)
+    images, labels = images[sub], labels[sub]
+    ident["n_per_class"] = n_per_class
+    rec = cached_filter("mnist01", ident, lambda: images.reshape(len(images), -1).astype(np.float32) / 255.0,
+                        labels, margin)
+    check_kept_pool(rec, "MNIST 0/1 pool")
+    keep = rec["keep"]
+    pool = ClassPool(torch.from_numpy(np.ascontiguousarray(images[keep])), labels[keep], device)
+    info = {"data_source": source, "dataset": "MNIST digits 0/1", "pool_sizes": pool.sizes_list,
+            "decoder_accuracy": rec["decoder_accuracy"], "decoder": pool_info(rec)}
+    if rows:
+        info["checksums"] = rows
+    return pool, info
+
+
+def load_backgrounds(data_dir=None, device="cpu"):
+    """(uint8 (N, 3, 32, 32) tensor on device, info dict) of CIFAR-10 nuisance backgrounds."""
+    from ..data import embedded
+    from ..data.loaders import load_cifar10
+
+    kind, where, rows = embedded.choose_source("cifar10", data_dir)
+    if kind == "full":
+        images, _, batches, _ = load_cifar10(where)
+        info = {"data_source": f"full data ({where}/cifar10, batches {', '.join(batches)})", "checksums": rows}
+    else:
+        images = embedded.load("cifar10")["images"]
+        embedded.announce("cifar10", where)
+        info = {"data_source": embedded.describe("cifar10")}
+    info["pool_size"] = int(len(images))
+    return torch.from_numpy(np.array(images, dtype=np.uint8, copy=True)).to(device), info
+
+
+class Renderer:
+    """Turns gathered uint8 patches (n, ds, 28, 28) into flattened canvases (n, channels*side^2)."""
+
+    def __init__(self, layout, side, nuisance, backgrounds: torch.Tensor | None, device):
+        self.channels, self.rows, self.cols = layout
+        self.side = side
+        self.nuisance = nuisance
+        self.backgrounds = backgrounds
+        self.device = torch.device(device)
+        self.luma = torch.tensor(LUMA, device=self.device).view(1, 3, 1, 1)
+
+    def _resize(self, x: torch.Tensor) -> torch.Tensor:
+        if tuple(x.shape[-2:]) == (self.side, self.side):
+            return x
+        return F.interpolate(x, size=(self.side, self.side), mode="bilinear", align_corners=False, antialias=True)
+
+    def __call__(self, patches: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        n = patches.shape[0]
+        c, r, k = self.channels, self.rows, self.cols
+        x = patches.view(n, c, r, k, PATCH, PATCH).permute(0, 1, 2, 4, 3, 5).reshape(n, c, r * PATCH, k * PATCH)
+        x = self._resize(x.float().div_(255.0))
+        if self.nuisance > 0.0:
+            idx = torch.randint(0, self.backgrounds.shape[0], (n,), generator=generator, device=self.device)
+            bg = self.backgrounds[idx].float().div_(255.0)
+            if c != 3:
+                bg = (bg * self.luma).sum(1, keepdim=True)
+            bg = self._resize(bg)
+            if bg.shape[1] != c:
+                bg = bg.expand(n, c, self.side, self.side)
+            x = x.add_(bg, alpha=self.nuisance)
+        return x.clamp_(0.0, 1.0).reshape(n, -1)
+
+
+class VisionTask(BSCSources):
+    name = "vision"
+
+    def __init__(self, ds=None, layout=None, side: int = PATCH, nuisance: float = 0.0, data_dir=None,
+                 n_per_class=None, margin: float = 1.0, device="cpu"):
+        self.layout = parse_layout(ds, layout)
+        self.ds = int(np.prod(self.layout))
+        self.side = check_side(side)
+        self.nuisance = check_nuisance(nuisance)
+        self.device = torch.device(device)
+        self.pool, self._pool_info = load_mnist_pool(data_dir, n_per_class, margin, self.device)
+        bgs, self._bg_info = (None, None)
+        if self.nuisance > 0:
+            bgs, self._bg_info = load_backgrounds(data_dir, self.device)
+        self.render = Renderer(self.layout, self.side, self.nuisance, bgs, self.device)
+        self.dr = self.layout[0] * self.side ** 2
+        self.dim_x = self.dim_y = self.dr
+        self._beta: dict[float, float] = {}
+
+    def sample_with_classes(self, batch_size: int, mi_bits: float, generator: torch.Generator):
+        """(x, y, cx, cy): the batch and the per-source classes behind X and Y."""
+        cx, cy = self.draw_classes(batch_size, mi_bits, generator)
+        ix, iy = self.pool.draw(cx, cy, generator)
+        canvases = self.render(self.pool.items[torch.cat([ix, iy])], generator)
+        b = cx.shape[0]
+        return canvases[:b], canvases[b:], cx, cy
+
+    def info(self) -> dict:
+        out = {"task": self.name, "ds": self.ds, "dr": self.dr, "dim_x": self.dim_x, "dim_y": self.dim_y,
+               "max_mi_bits": self.max_mi_bits, "true_mi": "ds * (1 - H_b(beta)) bits, BSC per source",
+               "layout": "x".join(map(str, self.layout)), "side": self.side, "resize": RESIZE,
+               "nuisance": self.nuisance, "data_source": self._pool_info["data_source"],
+               "pool_sizes": self._pool_info["pool_sizes"], "decoder_accuracy": self._pool_info["decoder_accuracy"],
+               "pools": {"mnist": self._pool_info}}
+        if self._bg_info is not None:
+            out["pools"]["backgrounds"] = self._bg_info
+            out["nuisance_source"] = self._bg_info["data_source"]
+            if "embedded" in self._bg_info["data_source"] and "embedded" not in out["data_source"]:
+                out["data_source"] += f"; backgrounds: {self._bg_info['data_source']}"
+        return out
+
+
+@TASKS.register("vision", "MNIST 0/1 digits in a channels x rows x cols grid, BSC for non-integer MI; "
+                          "--ds, --layout 1x2x5, --side 28, --nuisance eta, --data-dir")
+def make_vision(device="cpu", ds=None, layout=None, side: int = PATCH, nuisance: float = 0.0, data_dir=None,
+                n_per_class=None, margin: float = 1.0) -> VisionTask:
+    return VisionTask(ds=ds, layout=layout, side=side, nuisance=nuisance, data_dir=data_dir,
+                      n_per_class=n_per_class, margin=margin, device=device)
