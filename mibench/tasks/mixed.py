@@ -21,14 +21,15 @@ class MixedTask(BSCSources):
     name = "mixed"
 
     def __init__(self, ds=None, layout=None, side: int = PATCH, nuisance: float = 0.0, encoder=None, data_dir=None,
-                 n_per_class=None, max_length=None, split=None, margin: float = DEFAULT_MARGIN, device="cpu"):
+                 n_per_class=None, max_length=None, split=None, margin: float = DEFAULT_MARGIN, standardize: bool = True,
+                 device="cpu"):
         self.layout = parse_layout(ds, layout)
         self.ds = int(np.prod(self.layout))
         self.side = check_side(side)
         self.nuisance = check_nuisance(nuisance)
         self.device = torch.device(device)
         self.text_pool, self._text_info = load_imdb_pool(data_dir, encoder, n_per_class, max_length, split, margin,
-                                                         self.device)
+                                                         self.device, standardize=bool(standardize))
         self.image_pool, self._image_info = load_mnist_pool(data_dir, n_per_class, margin, self.device)
         bgs, self._bg_info = (None, None)
         if self.nuisance > 0:
@@ -70,6 +71,7 @@ class MixedTask(BSCSources):
                          "--ds/--layout, --side, --nuisance, --encoder, --data-dir")
 def make_mixed(device="cpu", ds=None, layout=None, side: int = PATCH, nuisance: float = 0.0, encoder=None,
                data_dir=None, n_per_class=None, max_length=None, split=None,
-               margin: float = DEFAULT_MARGIN) -> MixedTask:
+               margin: float = DEFAULT_MARGIN, standardize: bool = True) -> MixedTask:
     return MixedTask(ds=ds, layout=layout, side=side, nuisance=nuisance, encoder=encoder, data_dir=data_dir,
-                     n_per_class=n_per_class, max_length=max_length, split=split, margin=margin, device=device)
+                     n_per_class=n_per_class, max_length=max_length, split=split, margin=margin,
+                     standardize=standardize, device=device)

@@ -12,6 +12,9 @@ pooling + L2 norm; any Hugging Face checkpoint via ``encoder``), over a class-ba
 and cached.  Without the full data (and without an explicit data directory) the embedded float16
 copy of exactly that default subset is used, and announced.
 
+The task emits per-coordinate standardised embeddings by default (``standardize``; an invertible
+affine map, MI unchanged; see :func:`load_imdb_pool`).
+
 Frozen sentiment embeddings are not linearly separable, so each class pool keeps only the reviews a
 logistic-regression decoder classifies correctly with logit margin >= ``margin`` (default 1.0);
 the decoder is error-free on the kept pool (accuracy 1.0, recorded), which makes I(X;Y) = H(C)
@@ -35,8 +38,15 @@ def check_ds(ds) -> int:
 
 
 def load_imdb_pool(data_dir=None, encoder=None, n_per_class=None, max_length=None, split=None,
-                   margin: float = DEFAULT_MARGIN, device="cpu", progress: bool = True):
-    """(ClassPool of float32 embeddings (N, hidden), info dict) after the decoder filter."""
+                   margin: float = DEFAULT_MARGIN, device="cpu", progress: bool = True, standardize: bool = True):
+    """(ClassPool of float32 embeddings (N, hidden), info dict) after the decoder filter.
+
+    ``standardize``: z-score every embedding coordinate with the kept pool's mean and standard
+    deviation (a coordinate that is constant on the pool is only centred).  This is one fixed
+    invertible affine map applied to every block of X and Y, so the true MI is unchanged; it puts
+    the text inputs on the scale of the image inputs (raw MiniLM coordinates have std ~0.05, and
+    critics then barely move in short trainings).
+    """
     from ..data import embedded
     from ..data import embeddings as E
 
@@ -77,9 +87,17 @@ def load_imdb_pool(data_dir=None, encoder=None, n_per_class=None, max_length=Non
     rec = cached_filter("imdb", pool_ident, lambda: emb, labels, margin)
     check_kept_pool(rec, "IMDB embedding pool")
     keep = rec["keep"]
-    pool = ClassPool(torch.from_numpy(np.ascontiguousarray(emb[keep], dtype=np.float32)), labels[keep], device)
+    kept = np.ascontiguousarray(emb[keep], dtype=np.float32)
+    if standardize:
+        mean = kept.mean(0, dtype=np.float64)
+        std = kept.std(0, dtype=np.float64)
+        std[std < 1e-6] = 1.0  # constant coordinate: centre only (keeps the map invertible)
+        kept = ((kept - mean) / std).astype(np.float32)
+    pool = ClassPool(torch.from_numpy(kept), labels[keep], device)
     info = {"data_source": source, "dataset": f"IMDB reviews ({split}), {n_per_class} per class",
-            "encoder": ident, "max_length": max_length, "pool_sizes": pool.sizes_list,
+            "encoder": ident, "max_length": max_length,
+            "standardized": "per-coordinate z-score on the kept pool (invertible affine; MI unchanged)"
+            if standardize else False, "pool_sizes": pool.sizes_list,
             "decoder_accuracy": rec["decoder_accuracy"], "decoder": pool_info(rec)}
     if rows:
         info["checksums"] = rows
@@ -90,11 +108,11 @@ class TextTask(BSCSources):
     name = "text"
 
     def __init__(self, ds=10, encoder=None, data_dir=None, n_per_class=None, max_length=None, split=None,
-                 margin: float = DEFAULT_MARGIN, device="cpu"):
+                 margin: float = DEFAULT_MARGIN, standardize: bool = True, device="cpu"):
         self.ds = check_ds(ds)
         self.device = torch.device(device)
         self.pool, self._pool_info = load_imdb_pool(data_dir, encoder, n_per_class, max_length, split, margin,
-                                                    self.device)
+                                                    self.device, standardize=bool(standardize))
         self.hidden = int(self.pool.items.shape[1])
         self.dr = self.dim_x = self.dim_y = self.ds * self.hidden
         self._beta: dict[float, float] = {}
@@ -110,13 +128,14 @@ class TextTask(BSCSources):
         p = self._pool_info
         return {"task": self.name, "ds": self.ds, "dr": self.dr, "dim_x": self.dim_x, "dim_y": self.dim_y,
                 "max_mi_bits": self.max_mi_bits, "true_mi": "ds * (1 - H_b(beta)) bits, BSC per source",
-                "embedding_dim": self.hidden, "encoder": p["encoder"]["encoder"], "data_source": p["data_source"],
+                "embedding_dim": self.hidden, "encoder": p["encoder"]["encoder"], "standardized": p["standardized"],
+                "data_source": p["data_source"],
                 "pool_sizes": p["pool_sizes"], "decoder_accuracy": p["decoder_accuracy"], "pools": {"imdb": p}}
 
 
 @TASKS.register("text", "IMDB review embeddings (all-MiniLM-L6-v2 by default), ds concatenated, BSC for "
                         "non-integer MI; --ds, --encoder, --n-per-class, --data-dir")
 def make_text(device="cpu", ds=10, encoder=None, data_dir=None, n_per_class=None, max_length=None, split=None,
-              margin: float = DEFAULT_MARGIN) -> TextTask:
+              margin: float = DEFAULT_MARGIN, standardize: bool = True) -> TextTask:
     return TextTask(ds=ds, encoder=encoder, data_dir=data_dir, n_per_class=n_per_class, max_length=max_length,
-                    split=split, margin=margin, device=device)
+                    split=split, margin=margin, standardize=standardize, device=device)
