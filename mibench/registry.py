@@ -61,7 +61,7 @@ class Registry(Generic[T]):
             if m:
                 return factory(m)
         choices = self.names() + [h for _, h, _ in self._patterns]
-        close = difflib.get_close_matches(key, choices, n=1)
+        close = difflib.get_close_matches(key, choices + list(self._aliases), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise MibenchError(f"unknown {self.kind} {name!r}{hint}; choose from: {', '.join(choices)}")
 

@@ -1,0 +1,135 @@
+"""``mibench run`` and ``mibench list``."""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+import time
+from pathlib import Path
+
+from .errors import MibenchError
+
+#: task flags forwarded to the task factory when the user sets them (name -> type)
+TASK_FLAGS = {
+    "dim": int, "cubic": None, "ds": int, "layout": str, "side": int, "nuisance": float,
+    "encoder": str, "data_dir": str, "n_per_class": int,
+}
+
+
+def register_cli(sub) -> None:
+    p = sub.add_parser("run", help="train estimators on a task and write a run directory",
+                       description="Train one critic per estimator on a shared batch stream; write config.json, "
+                                   "estimates.csv, summary.csv and staircase.png (all estimates in bits).")
+    p.add_argument("--task", default="gaussian", help="task name (see `mibench list`)")
+    p.add_argument("--estimator", default="smile", help="estimator name(s), comma separated, or 'all' (default smile)")
+    p.add_argument("--critic", default="joint", help="critic: inner, bilinear, separable, joint (default joint)")
+    p.add_argument("--mi", default="stepwise", help="'stepwise' (2,4,6,8,10 bits), a number of bits, or a comma list")
+    p.add_argument("--steps", type=int, default=20_000, help="training steps (default 20000)")
+    p.add_argument("--batch-size", type=int, default=64, help="batch size K (default 64)")
+    p.add_argument("--lr", type=float, default=5e-4, help="Adam learning rate (default 5e-4)")
+    p.add_argument("--hidden", type=int, default=256, help="critic MLP width (default 256)")
+    p.add_argument("--layers", type=int, default=2, help="critic depth: hidden layers between input and output layer (default 2)")
+    p.add_argument("--embed", type=int, default=32, help="separable critic embedding size (default 32)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda (default auto)")
+    p.add_argument("--burn-in", type=int, default=0, help="steps skipped at the start of each MI level in the metrics")
+    p.add_argument("--out", default=None, help="run directory (default results/runs/<readable name>)")
+    p.add_argument("--no-plot", action="store_true", help="skip staircase.png")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    g = p.add_argument_group("task parameters (only those a task takes are accepted)")
+    g.add_argument("--dim", type=int, help="gaussian: dimension d (default 10)")
+    g.add_argument("--cubic", action="store_true", default=None, help="gaussian: y -> y^3 (MI unchanged)")
+    g.add_argument("--ds", type=int, help="vision/text/mixed: number of binary information sources")
+    g.add_argument("--layout", help="vision: CxRxC patch grid, e.g. 1x2x5 (3 channels = RGB stacking)")
+    g.add_argument("--side", type=int, help="vision: image side after resizing (dr = channels * side^2)")
+    g.add_argument("--nuisance", type=float, help="vision: CIFAR-10 background strength eta in [0, 1]")
+    g.add_argument("--encoder", help="text: Hugging Face BERT-family checkpoint (path or id)")
+    g.add_argument("--data-dir", help="dataset directory (else $MIBENCH_DATA, else the user cache)")
+    g.add_argument("--n-per-class", type=int, help="text: reviews embedded per class")
+    p.set_defaults(func=cmd_run)
+
+    lp = sub.add_parser("list", help="list tasks, estimators and critics")
+    lp.set_defaults(func=cmd_list)
+
+
+def task_params_from_args(args) -> dict:
+    params = {}
+    for name in TASK_FLAGS:
+        value = getattr(args, name, None)
+        if value is not None:
+            params[name] = value
+    return params
+
+
+def default_run_name(cfg) -> str:
+    est = cfg.estimators if isinstance(cfg.estimators, str) else ",".join(cfg.estimators)
+    est = est if len(est) <= 40 else f"{len(est.split(','))}est"
+    mi = str(cfg.mi).replace(",", "-")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    name = f"{cfg.task}_{est}_{cfg.critic}_{mi}_s{cfg.seed}_{stamp}"
+    return re.sub(r"[^A-Za-z0-9_.+-]", "-", name.replace(",", "+"))
+
+
+def cmd_run(args) -> int:
+    from .harness import RunConfig, prepare, run
+
+    cfg = RunConfig(task=args.task, task_params=task_params_from_args(args), estimators=args.estimator,
+                    critic=args.critic, hidden=args.hidden, layers=args.layers, embed=args.embed, mi=args.mi,
+                    steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed, device=args.device,
+                    burn_in=args.burn_in)
+    prepared = prepare(cfg)
+    cfg = prepared[0]
+    out = Path(args.out) if args.out else Path("results") / "runs" / default_run_name(cfg)
+    if not args.quiet:
+        print(f"mibench: {cfg.task} · {', '.join(cfg.estimators)} · {cfg.critic} critic · {cfg.steps} steps · -> {out}",
+              file=sys.stderr)
+    result = run(cfg, out_dir=out, progress=not args.quiet, plot=not args.no_plot, prepared=prepared)
+    if not args.quiet:
+        print(format_summary(result))
+    print(f"wrote {out}/ (config.json, estimates.csv, summary.csv{'' if args.no_plot else ', staircase.png'})")
+    return 0
+
+
+def format_summary(result) -> str:
+    cfg = result.config
+    info = cfg["task_info"]
+    lines = [f"task {info.get('task')}: ds={info.get('ds')} dr={info.get('dr')}"
+             + (f" · data: {info['data_source']}" if "data_source" in info else "")
+             + f" · device {cfg['environment']['device']} · {cfg.get('steps_per_second')} steps/s"]
+    header = f"{'estimator':<11}{'true':>6}{'mean':>8}{'bias':>8}{'var':>8}{'mse':>8}{'steps':>7}"
+    lines += [header, "-" * len(header)]
+    for r in result.summary:
+        lines.append(f"{r['estimator']:<11}{r['true_mi']:>6g}{r['mean_estimate']:>8.3f}{r['bias']:>8.3f}"
+                     f"{r['variance']:>8.3f}{r['mse']:>8.3f}{r['steps']:>7d}")
+    for name, step in result.diverged.items():
+        lines.append(f"! {name} diverged (non-finite estimate) at step {step}; its later steps are excluded")
+    for note in cfg.get("notes", []):
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+def cmd_list(args) -> int:
+    from .critics import CRITICS
+    from .estimators import ESTIMATORS, PAPER_ESTIMATORS
+    from .tasks import TASKS
+
+    def section(title, reg):
+        print(title)
+        for e in reg:
+            print(f"  {e.name:<12} {e.description}")
+        for h in reg.patterns_help():
+            print(f"  {h}")
+
+    section("tasks:", TASKS)
+    section("estimators:", ESTIMATORS)
+    print(f"  'all' = {', '.join(PAPER_ESTIMATORS)}")
+    section("critics:", CRITICS)
+    print("  depth: --layers d = input layer + d hidden layers of --hidden units + output layer"
+          " (default joint: 3 ReLU layers of 256)")
+    try:
+        from .disentanglement import MI_BACKENDS
+    except ImportError:
+        return 0
+    section("MI back-ends (disentanglement):", MI_BACKENDS)
+    return 0

@@ -1,0 +1,66 @@
+"""Critic modules.  ``forward(x, y)`` maps (K, dim_x), (K, dim_y) to the (K, K) matrix f(x_i, y_j)."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def mlp(dim_in: int, hidden: int, dim_out: int, layers: int) -> nn.Sequential:
+    """Input layer + ``layers`` hidden layers of width ``hidden`` (all ReLU) + linear output."""
+    mods: list[nn.Module] = [nn.Linear(dim_in, hidden), nn.ReLU()]
+    for _ in range(layers):
+        mods += [nn.Linear(hidden, hidden), nn.ReLU()]
+    mods.append(nn.Linear(hidden, dim_out))
+    return nn.Sequential(*mods)
+
+
+class InnerCritic(nn.Module):
+    def forward(self, x, y):
+        return x @ y.T
+
+
+class BilinearCritic(nn.Module):
+    def __init__(self, dim_x: int, dim_y: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(dim_x, dim_y))
+        nn.init.normal_(self.weight, std=(dim_x * dim_y) ** -0.25 / 4)
+
+    def forward(self, x, y):
+        return (x @ self.weight) @ y.T
+
+
+class SeparableCritic(nn.Module):
+    def __init__(self, dim_x, dim_y, hidden, layers, embed):
+        super().__init__()
+        self.f = mlp(dim_x, hidden, embed, layers)
+        self.g = mlp(dim_y, hidden, embed, layers)
+
+    def forward(self, x, y):
+        return self.f(x) @ self.g(y).T
+
+
+class JointCritic(nn.Module):
+    """MLP on the concatenation [x_i, y_j] for every pair, without materialising the
+    K^2 x (dim_x + dim_y) input: the first layer is split, W [x; y] = W_x x + W_y y, so it costs
+    O(K d h) plus one broadcast add of O(K^2 h) instead of O(K^2 d h)."""
+
+    def __init__(self, dim_x, dim_y, hidden, layers):
+        super().__init__()
+        self.dim_x = dim_x
+        self.net = mlp(dim_x + dim_y, hidden, 1, layers)
+
+    def forward(self, x, y):
+        first = self.net[0]
+        w_x, w_y = first.weight[:, : self.dim_x], first.weight[:, self.dim_x:]
+        hx = torch.addmm(first.bias, x, w_x.T)          # (K, h)
+        hy = y @ w_y.T                                   # (K, h)
+        k = x.shape[0]
+        h = torch.relu(hx[:, None, :] + hy[None, :, :])  # (K, K, h): pair (i, j) = x_i with y_j
+        out = self.net[2:](h.reshape(k * k, -1))
+        return out.reshape(k, k)
+
+    def forward_naive(self, x, y):
+        """Reference: materialise all K^2 concatenations (used by tests and benchmarks)."""
+        k = x.shape[0]
+        pairs = torch.cat([x[:, None, :].expand(k, k, -1), y[None, :, :].expand(k, k, -1)], dim=-1)
+        return self.net(pairs.reshape(k * k, -1)).reshape(k, k)

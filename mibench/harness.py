@@ -1,0 +1,250 @@
+"""Training harness: train one critic per estimator on a shared stream of batches and record the
+estimate at every step.
+
+* Paired comparisons: all estimators see the **same batch** at every step, so sampling is paid
+  once and differences between estimators are not sampling noise.
+* Reproducible: the batch stream depends only on ``seed``; each critic's initialisation depends on
+  (seed, estimator, critic), so an estimator's curve is the same whether it trains alone or with
+  others (same device).
+* No per-step host syncs: estimates go into a device buffer and are read back in blocks, where
+  divergence (a non-finite estimate) is detected; a diverged estimator stops training, its step is
+  recorded and the run carries on.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import __version__
+from .critics import DEFAULT_EMBED, DEFAULT_HIDDEN, DEFAULT_LAYERS, make_critic
+from .errors import MibenchError
+from .estimators import make_estimator, resolve_estimators
+from .metrics import SUMMARY_COLUMNS, summarize
+from .schedule import parse_schedule
+from .tasks import make_task
+from .tasks.base import check_mi_request
+from .units import nats_to_bits
+
+
+@dataclass
+class RunConfig:
+    task: str = "gaussian"
+    task_params: dict = field(default_factory=dict)
+    estimators: list = field(default_factory=lambda: ["smile-5"])
+    critic: str = "joint"
+    hidden: int = DEFAULT_HIDDEN
+    layers: int = DEFAULT_LAYERS
+    embed: int = DEFAULT_EMBED
+    mi: object = "stepwise"
+    steps: int = 20_000
+    batch_size: int = 64
+    lr: float = 5e-4
+    seed: int = 0
+    device: str = "auto"
+    burn_in: int = 0
+    log_every: int = 250
+
+    def resolved(self) -> "RunConfig":
+        cfg = dataclasses.replace(self, estimators=resolve_estimators(self.estimators), task_params=dict(self.task_params))
+        if cfg.batch_size < 2:
+            raise MibenchError(f"--batch-size must be >= 2 (off-diagonal pairs are the negatives), got {cfg.batch_size}")
+        if cfg.lr <= 0 or not math.isfinite(cfg.lr):
+            raise MibenchError(f"--lr must be a positive number, got {cfg.lr}")
+        if cfg.burn_in < 0:
+            raise MibenchError(f"--burn-in must be >= 0, got {cfg.burn_in}")
+        return cfg
+
+
+@dataclass
+class RunResult:
+    config: dict
+    names: list
+    true_mi: np.ndarray          # (steps,) bits
+    estimates: np.ndarray        # (n_estimators, steps) bits
+    summary: list                # rows, see metrics.SUMMARY_COLUMNS
+    diverged: dict               # estimator -> first step with a non-finite estimate
+    out_dir: Path | None = None
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    device = str(device or "auto").lower()
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise MibenchError("--device cuda requested but no CUDA device is available (use --device auto or cpu)")
+    if device not in ("cpu",) and not device.startswith("cuda"):
+        raise MibenchError(f"--device must be auto, cpu or cuda[:N], got {device!r}")
+    return torch.device(device)
+
+
+def derived_seed(*parts) -> int:
+    digest = hashlib.sha256("/".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "little") & 0x7FFF_FFFF_FFFF_FFFF
+
+
+def build_models(cfg: RunConfig, dim_x: int, dim_y: int, device):
+    """One (critic, estimator) pair per estimator, each initialised from its own derived seed."""
+    critics, heads = [], []
+    for name in cfg.estimators:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(derived_seed(cfg.seed, name, cfg.critic, cfg.hidden, cfg.layers, cfg.embed))
+            critic = make_critic(cfg.critic, dim_x, dim_y, cfg.hidden, cfg.layers, cfg.embed)
+        critics.append(critic.to(device))
+        heads.append(make_estimator(name).to(device))
+    return critics, heads
+
+
+def environment(device: torch.device) -> dict:
+    env = {"mibench": __version__, "torch": torch.__version__, "numpy": np.__version__,
+           "python": sys.version.split()[0], "platform": platform.platform(), "device": str(device),
+           "torch_threads": torch.get_num_threads()}
+    if device.type == "cuda":
+        env["device_name"] = torch.cuda.get_device_name(device)
+    else:
+        env["device_name"] = platform.processor() or platform.machine()
+    return env
+
+
+def prepare(cfg: RunConfig):
+    """Validate everything a run needs (names, sizes, MI levels vs. the task's capacity) and build
+    the task; raises :class:`MibenchError` with one line on any user mistake."""
+    cfg = cfg.resolved()
+    device = resolve_device(cfg.device)
+    schedule = parse_schedule(cfg.mi, cfg.steps)
+    from .critics import CRITICS
+
+    CRITICS.get(cfg.critic)
+    task = make_task(cfg.task, device=device, **cfg.task_params)
+    for level in schedule.levels:
+        check_mi_request(task.name, level, task.max_mi_bits, _capacity_note(task))
+    return cfg, device, task, schedule
+
+
+def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True, prepared=None) -> RunResult:
+    """Train and evaluate; if ``out_dir`` is given, write the run directory (see :mod:`mibench.results`)."""
+    from . import results
+
+    cfg, device, task, schedule = prepared or prepare(cfg)
+    true_mi = schedule.true_mi()
+    critics, heads = build_models(cfg, task.dim_x, task.dim_y, device)
+    ceilings = {n: nats_to_bits(h.ceiling_nats(cfg.batch_size)) for n, h in zip(cfg.estimators, heads)}
+
+    config = {
+        "status": "running",
+        "config": dataclasses.asdict(cfg),
+        "schedule": {"levels_bits": list(schedule.levels), "description": schedule.describe(),
+                     "boundaries": schedule.boundaries.tolist()},
+        "task_info": task.info(),
+        "environment": environment(device),
+        "ceilings_bits": {n: c for n, c in ceilings.items() if math.isfinite(c)},
+        "notes": _ceiling_notes(ceilings, schedule.levels),
+        "metrics_window": f"per true-MI level: all steps of the level after the first {cfg.burn_in} (burn-in); bits",
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    out = Path(out_dir) if out_dir is not None else None
+    if out is not None:
+        results.write_json(out / "config.json", config)
+
+    t0 = time.perf_counter()
+    try:
+        estimates, diverged = _train(cfg, task, schedule, critics, heads, device, progress)
+        status = "complete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        if status != "complete" and out is not None:
+            config["status"] = status
+            results.write_json(out / "config.json", config)
+    elapsed = time.perf_counter() - t0
+
+    summary = summarize(task.name, cfg.critic, cfg.estimators, true_mi, estimates, cfg.burn_in)
+    config.update(status="complete", diverged=diverged, wall_seconds=round(elapsed, 3),
+                  steps_per_second=round(cfg.steps / elapsed, 2) if elapsed > 0 else None,
+                  finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    result = RunResult(config, list(cfg.estimators), true_mi, estimates, summary, diverged, out)
+    if out is not None:
+        results.write_estimates(out / "estimates.csv", cfg.estimators, cfg.critic, true_mi, estimates)
+        results.write_rows(out / "summary.csv", summary, SUMMARY_COLUMNS)
+        if plot:
+            from .plots import plot_staircase
+
+            title = f"{task.name} · {cfg.critic} critic · batch {cfg.batch_size} · seed {cfg.seed}"
+            plot_staircase(out / "staircase.png", cfg.estimators, true_mi, estimates, title, ceilings)
+        results.write_json(out / "config.json", config)   # last: marks the directory complete
+    return result
+
+
+def _capacity_note(task) -> str:
+    info = task.info()
+    return f"ds = {info['ds']} binary sources" if "ds" in info and math.isfinite(task.max_mi_bits) else ""
+
+
+def _ceiling_notes(ceilings: dict, levels) -> list[str]:
+    notes = []
+    for name, c in ceilings.items():
+        above = [v for v in levels if v > c + 1e-9]
+        if above:
+            notes.append(f"{name} cannot exceed log2(batch) = {c:.2f} bits, so it cannot track the true MI at "
+                         + ", ".join(f"{v:g}" for v in above) + " bits")
+    return notes
+
+
+def _train(cfg, task, schedule, critics, heads, device, progress):
+    n_est, steps = len(critics), cfg.steps
+    params = [p for m in (*critics, *heads) for p in m.parameters()]
+    optimizer = torch.optim.Adam(params, lr=cfg.lr) if params else None
+    generator = torch.Generator(device=device).manual_seed(cfg.seed)
+    levels = schedule.true_mi()
+    buffer = torch.full((n_est, steps), float("nan"), device=device)
+    host = np.full((n_est, steps), np.nan)
+    active = list(range(n_est))
+    diverged: dict[str, int] = {}
+    block = max(1, int(cfg.log_every))
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=steps, unit="step", desc=f"{task.name}", dynamic_ncols=True, file=sys.stderr)
+
+    start = 0
+    for step in range(steps):
+        x, y = task.sample(cfg.batch_size, float(levels[step]), generator)
+        total = None
+        for e in active:
+            loss, est = heads[e](critics[e](x, y))
+            buffer[e, step] = est
+            total = loss if total is None else total + loss
+        if optimizer is not None and total is not None and total.requires_grad:
+            optimizer.zero_grad(set_to_none=True)
+            total.backward()
+            optimizer.step()
+        if step + 1 - start >= block or step + 1 == steps:
+            host[:, start:step + 1] = nats_to_bits(buffer[:, start:step + 1].double().cpu().numpy())
+            for e in list(active):
+                bad = np.flatnonzero(~np.isfinite(host[e, start:step + 1]))
+                if bad.size:
+                    first = start + int(bad[0])
+                    diverged[cfg.estimators[e]] = first
+                    host[e, first:] = np.nan
+                    active.remove(e)
+            if bar is not None:
+                bar.update(step + 1 - start)
+                bar.set_postfix({"true": f"{levels[step]:g}",
+                                 **{cfg.estimators[e][:9]: f"{host[e, step]:.2f}" for e in active[:4]}})
+            start = step + 1
+            if not active:
+                break
+    if bar is not None:
+        bar.close()
+    return host, diverged

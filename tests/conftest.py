@@ -1,0 +1,29 @@
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+# Tests read the real datasets from ../shared/data unless MIBENCH_DATA already points elsewhere.
+if "MIBENCH_DATA" not in os.environ and SHARED_DATA.is_dir():
+    os.environ["MIBENCH_DATA"] = str(SHARED_DATA)
+
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+
+@pytest.fixture
+def gaussian_pair():
+    """(x, y, rho, dim) with a known optimal critic."""
+
+    def make(n, dim, mi_bits, seed=0):
+        from mibench.tasks import gaussian_rho, make_task
+
+        task = make_task("gaussian", dim=dim)
+        g = torch.Generator().manual_seed(seed)
+        x, y = task.sample(n, mi_bits, g)
+        return x.double(), y.double(), gaussian_rho(dim, mi_bits), dim
+
+    return make

@@ -1,0 +1,104 @@
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from mibench.errors import MibenchError
+from mibench.harness import RunConfig, run
+from mibench.tasks import TASKS
+from mibench.tasks.gaussian import GaussianTask
+
+SMALL = dict(task="gaussian", task_params={"dim": 4}, hidden=32, layers=1, batch_size=16, device="cpu")
+
+
+def test_same_seed_same_numbers_and_estimators_are_independent_of_grouping():
+    a = run(RunConfig(estimators="smile,nwj", steps=40, mi="1,2", seed=3, **SMALL))
+    b = run(RunConfig(estimators="smile,nwj", steps=40, mi="1,2", seed=3, **SMALL))
+    np.testing.assert_array_equal(a.estimates, b.estimates)
+    alone = run(RunConfig(estimators="nwj", steps=40, mi="1,2", seed=3, **SMALL))
+    np.testing.assert_array_equal(alone.estimates[0], a.estimates[1])
+    other = run(RunConfig(estimators="smile,nwj", steps=40, mi="1,2", seed=4, **SMALL))
+    assert not np.allclose(other.estimates, a.estimates)
+
+
+class _NaNAfter(GaussianTask):
+    """Gaussian task whose batches turn non-finite after a given number of samples."""
+
+    def __init__(self, device="cpu", after=25):
+        super().__init__(dim=4, device=device)
+        self.calls, self.after = 0, after
+
+    def sample(self, batch_size, mi_bits, generator):
+        x, y = super().sample(batch_size, mi_bits, generator)
+        self.calls += 1
+        if self.calls > self.after:
+            x = x * float("inf")
+        return x, y
+
+
+@pytest.fixture
+def nan_task():
+    TASKS.add("test-nan-after", "test only", lambda device="cpu": _NaNAfter(device))
+    yield "test-nan-after"
+    TASKS._entries.pop("test-nan-after")
+
+
+def test_divergence_is_recorded_and_the_run_finishes(nan_task, tmp_path):
+    cfg = RunConfig(task=nan_task, estimators="nwj,infonce", steps=60, mi=1.0, hidden=16, layers=1,
+                    batch_size=8, device="cpu", log_every=10)
+    res = run(cfg, out_dir=tmp_path / "r", plot=False)
+    assert set(res.diverged) == {"nwj", "infonce"}
+    assert all(step == 25 for step in res.diverged.values())
+    assert np.isfinite(res.estimates[:, :25]).all() and np.isnan(res.estimates[:, 25:]).all()
+    conf = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert conf["status"] == "complete" and conf["diverged"] == {"nwj": 25, "infonce": 25}
+    rows = list(csv.DictReader(open(tmp_path / "r" / "summary.csv")))
+    assert all(int(r["steps"]) == 25 for r in rows)
+
+
+def test_run_directory_contents(tmp_path):
+    out = tmp_path / "run"
+    res = run(RunConfig(estimators="smile,infonce", steps=30, mi="stepwise", **SMALL), out_dir=out)
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "estimates.csv", "staircase.png", "summary.csv"]
+    conf = json.loads((out / "config.json").read_text())
+    assert conf["status"] == "complete"
+    assert conf["config"]["estimators"] == ["smile-5", "infonce"]
+    assert conf["environment"]["torch"] == torch.__version__ and conf["config"]["seed"] == 0
+    assert conf["ceilings_bits"]["infonce"] == pytest.approx(4.0)        # log2(16)
+    assert any("infonce cannot exceed" in n for n in conf["notes"])
+    est = list(csv.DictReader(open(out / "estimates.csv")))
+    assert list(est[0]) == ["step", "estimator", "critic", "true_mi", "estimate"]
+    assert len(est) == 60 and {r["estimator"] for r in est} == {"smile-5", "infonce"}
+    summ = list(csv.DictReader(open(out / "summary.csv")))
+    assert list(summ[0]) == ["task", "estimator", "critic", "true_mi", "mean_estimate", "bias", "variance", "mse", "steps"]
+    assert [float(r["true_mi"]) for r in summ] == [2, 2, 4, 4, 6, 6, 8, 8, 10, 10]
+    for r in summ:
+        assert float(r["mse"]) == pytest.approx(float(r["bias"]) ** 2 + float(r["variance"]), rel=1e-4, abs=1e-6)
+    assert (out / "staircase.png").read_bytes()[:4] == b"\x89PNG"
+    assert not list(out.glob(".*tmp"))
+    assert res.summary[0]["steps"] == 6
+
+
+def test_burn_in_window():
+    res = run(RunConfig(estimators="nwj", steps=20, mi="1,2", burn_in=4, **SMALL))
+    assert [r["steps"] for r in res.summary] == [6, 6]
+    mean = np.mean(res.estimates[0, 4:10])
+    assert res.summary[0]["mean_estimate"] == pytest.approx(mean)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(estimators="nope"), "unknown estimator"),
+    (dict(critic="nope"), "unknown critic"),
+    (dict(batch_size=1), "batch-size"),
+    (dict(lr=-1.0), "--lr"),
+    (dict(mi="-3"), ">= 0"),
+    (dict(device="tpu"), "--device"),
+])
+def test_bad_configs(kwargs, match):
+    base = dict(SMALL, steps=10)
+    base.update(kwargs)
+    with pytest.raises(MibenchError, match=match):
+        run(RunConfig(**base))
