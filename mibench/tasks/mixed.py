@@ -47,8 +47,8 @@ class MixedTask(BSCSources):
         ix = self.image_pool.draw_one(cx, generator)
         iy = self.text_pool.draw_one(cy, generator)
         b = cx.shape[0]
-        x = self.render(self.image_pool.items[ix], generator)
-        y = self.text_pool.items[iy].reshape(b, self.dim_y)
+        x = self.render(self.image_pool.gather(ix), generator)
+        y = self.text_pool.gather(iy).reshape(b, self.dim_y)
         return x, y, cx, cy
 
     def info(self) -> dict:

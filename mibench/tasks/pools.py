@@ -147,6 +147,11 @@ class ClassPool:
     def __len__(self) -> int:
         return int(self.items.shape[0])
 
+    def gather(self, index: torch.Tensor) -> torch.Tensor:
+        """items[index] for an index tensor of any shape (one index_select on a flat view)."""
+        flat = torch.index_select(self.items.reshape(self.items.shape[0], -1), 0, index.reshape(-1))
+        return flat.view(*index.shape, *self.items.shape[1:])
+
     def draw(self, cx: torch.Tensor, cy: torch.Tensor, generator: torch.Generator):
         """Global indices (ix, iy) for class arrays cx, cy (same shape, long in {0,1}).
 

@@ -122,7 +122,7 @@ class TextTask(BSCSources):
         cx, cy = self.draw_classes(batch_size, mi_bits, generator)
         ix, iy = self.pool.draw(cx, cy, generator)
         b = cx.shape[0]
-        return (self.pool.items[ix].reshape(b, self.dr), self.pool.items[iy].reshape(b, self.dr), cx, cy)
+        return self.pool.gather(ix).reshape(b, self.dr), self.pool.gather(iy).reshape(b, self.dr), cx, cy
 
     def info(self) -> dict:
         p = self._pool_info
