@@ -223,3 +223,25 @@ def test_mibench_data_command(capsys, tmp_path):
         assert all(d["present"] for d in st["datasets"])
         md5s = {f["file"]: f["md5"] for d in st["datasets"] for f in d["files"] if f["present"]}
         assert md5s["mnist/train-labels-idx1-ubyte.gz"] == "d53e105ee54ea40749a09fcbcd1e9432"
+
+
+@needs_full
+def test_default_subset_is_seeded_from_the_shipped_copy_not_recomputed(monkeypatch):
+    from mibench.data import embedded, embeddings
+
+    monkeypatch.setattr(embeddings, "embed_texts", lambda *a, **k: pytest.fail("recomputed the default subset"))
+    emb, labels, meta = embeddings.imdb_embeddings(FULL)  # defaults: MiniLM, 1500/class, train, 256 tokens
+    assert meta["cache"].startswith("seeded from the shipped")
+    shipped = embedded.load("imdb")
+    assert np.array_equal(emb, shipped["embeddings"].astype(np.float32))
+    assert np.array_equal(labels, shipped["labels"]) and meta["rows"] == shipped["source_row"].tolist()
+    _, _, again = embeddings.imdb_embeddings(FULL)
+    assert again["cache"] == "hit"
+
+
+def test_mibench_data_prepare_on_the_embedded_subset(capsys):
+    from mibench.cli import main
+
+    assert main(["data", "--data-dir", "embedded", "--prepare"]) == 0
+    err = capsys.readouterr().err
+    assert "MNIST 0/1 pool" in err and "decoder accuracy 1.0" in err and "IMDB pool" in err
