@@ -4,6 +4,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .. import kernels
+
 
 def mlp(dim_in: int, hidden: int, dim_out: int, layers: int) -> nn.Sequential:
     """Input layer + ``layers`` hidden layers of width ``hidden`` (all ReLU) + linear output."""
@@ -12,6 +14,19 @@ def mlp(dim_in: int, hidden: int, dim_out: int, layers: int) -> nn.Sequential:
         mods += [nn.Linear(hidden, hidden), nn.ReLU()]
     mods.append(nn.Linear(hidden, dim_out))
     return nn.Sequential(*mods)
+
+
+def run_mlp(net: nn.Sequential, h: torch.Tensor, start: int = 0) -> torch.Tensor:
+    """Apply ``net[start:]`` (alternating Linear / ReLU, ending in Linear) with each Linear + ReLU
+    pair fused into one kernel call (:func:`mibench.kernels.linear`)."""
+    mods = list(net)[start:]
+    i = 0
+    while i < len(mods):
+        lin = mods[i]
+        relu = i + 1 < len(mods) and isinstance(mods[i + 1], nn.ReLU)
+        h = kernels.linear(h, lin.weight, lin.bias, relu=relu)
+        i += 2 if relu else 1
+    return h
 
 
 class InnerCritic(nn.Module):
@@ -36,7 +51,7 @@ class SeparableCritic(nn.Module):
         self.g = mlp(dim_y, hidden, embed, layers)
 
     def forward(self, x, y):
-        return self.f(x) @ self.g(y).T
+        return run_mlp(self.f, x) @ run_mlp(self.g, y).T
 
 
 class JointCritic(nn.Module):
@@ -52,12 +67,11 @@ class JointCritic(nn.Module):
     def forward(self, x, y):
         first = self.net[0]
         w_x, w_y = first.weight[:, : self.dim_x], first.weight[:, self.dim_x:]
-        hx = torch.addmm(first.bias, x, w_x.T)          # (K, h)
-        hy = y @ w_y.T                                   # (K, h)
+        hx = kernels.linear(x, w_x, first.bias)          # (K, h)
+        hy = kernels.linear(y, w_y, None)                # (K, h)
         k = x.shape[0]
         h = torch.relu(hx[:, None, :] + hy[None, :, :])  # (K, K, h): pair (i, j) = x_i with y_j
-        out = self.net[2:](h.reshape(k * k, -1))
-        return out.reshape(k, k)
+        return run_mlp(self.net, h.reshape(k * k, -1), start=2).reshape(k, k)
 
     def forward_naive(self, x, y):
         """Reference: materialise all K^2 concatenations (used by tests and benchmarks)."""

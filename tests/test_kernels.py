@@ -1,0 +1,31 @@
+import pytest
+import torch
+
+from mibench import kernels
+
+
+@pytest.mark.skipif(not kernels.ONEDNN, reason="oneDNN linear not available in this torch build")
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("shape", [(4096, 256, 256), (64, 784, 256), (7, 3, 5)])
+def test_onednn_linear_matches_aten(relu, shape):
+    m, d_in, d_out = shape
+    torch.manual_seed(0)
+    x = torch.randn(m, d_in, requires_grad=True)
+    w = torch.randn(d_out, d_in, requires_grad=True)
+    b = torch.randn(d_out, requires_grad=True)
+    out = kernels.linear(x, w, b, relu)
+    ref = torch.nn.functional.linear(x, w, b)
+    ref = torch.relu(ref) if relu else ref
+    assert torch.allclose(out, ref, atol=1e-3, rtol=1e-4)
+    g = torch.randn_like(out)
+    got = torch.autograd.grad(out, (x, w, b), g)
+    want = torch.autograd.grad(ref, (x, w, b), g)
+    for a, e in zip(got, want):
+        assert torch.allclose(a, e, atol=1e-2, rtol=1e-3), (a - e).abs().max()
+
+
+def test_fallback_path_is_plain_linear(monkeypatch):
+    monkeypatch.setattr(kernels, "ONEDNN", False)
+    x, w = torch.randn(3, 4), torch.randn(2, 4)
+    assert torch.equal(kernels.linear(x, w, None, relu=True), torch.relu(x @ w.T))
+    assert kernels.kernel_name("cpu") == "aten"
