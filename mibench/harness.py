@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from . import __version__
+from .kernels import kernel_name
 from .critics import DEFAULT_EMBED, DEFAULT_HIDDEN, DEFAULT_LAYERS, make_critic
 from .errors import MibenchError
 from .estimators import make_estimator, resolve_estimators
@@ -52,6 +53,7 @@ class RunConfig:
     device: str = "auto"
     burn_in: int = 0
     log_every: int = 250
+    engine: str = "auto"      # how several joint critics are evaluated: auto | sequential | stacked
 
     def resolved(self) -> "RunConfig":
         cfg = dataclasses.replace(self, estimators=resolve_estimators(self.estimators), task_params=dict(self.task_params))
@@ -61,6 +63,10 @@ class RunConfig:
             raise MibenchError(f"--lr must be a positive number, got {cfg.lr}")
         if cfg.burn_in < 0:
             raise MibenchError(f"--burn-in must be >= 0, got {cfg.burn_in}")
+        if cfg.engine not in ("auto", "sequential", "stacked"):
+            raise MibenchError(f"--engine must be auto, sequential or stacked, got {cfg.engine!r}")
+        if cfg.engine == "stacked" and cfg.critic.lower() not in ("joint", "concat"):
+            raise MibenchError("--engine stacked is implemented for the joint critic only")
         return cfg
 
 
@@ -103,10 +109,25 @@ def build_models(cfg: RunConfig, dim_x: int, dim_y: int, device):
     return critics, heads
 
 
+def choose_engine(cfg: RunConfig, device: torch.device) -> str:
+    """``sequential``: one critic after another (on CPU each GEMM goes through oneDNN);
+    ``stacked``: all joint critics in one batched pass (:mod:`mibench.critics.stacked`).
+    ``auto`` picks what ``benchmarks/bench_training.py`` measured faster for the device."""
+    if cfg.engine != "auto":
+        return cfg.engine
+    if len(cfg.estimators) < 2 or cfg.critic.lower() not in ("joint", "concat"):
+        return "sequential"
+    return STACKED_DEFAULT[device.type]
+
+
+#: engine used by ``auto`` per device type (see benchmarks/bench_training.py for the measurements)
+STACKED_DEFAULT = {"cpu": "sequential", "cuda": "stacked", "mps": "stacked"}
+
+
 def environment(device: torch.device) -> dict:
     env = {"mibench": __version__, "torch": torch.__version__, "numpy": np.__version__,
            "python": sys.version.split()[0], "platform": platform.platform(), "device": str(device),
-           "torch_threads": torch.get_num_threads()}
+           "torch_threads": torch.get_num_threads(), "kernels": kernel_name(device)}
     if device.type == "cuda":
         env["device_name"] = torch.cuda.get_device_name(device)
     else:
@@ -145,6 +166,7 @@ def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True,
                      "boundaries": schedule.boundaries.tolist()},
         "task_info": task.info(),
         "environment": environment(device),
+        "engine": choose_engine(cfg, device),
         "ceilings_bits": {n: c for n, c in ceilings.items() if math.isfinite(c)},
         "notes": _ceiling_notes(ceilings, schedule.levels),
         "metrics_window": f"per true-MI level: all steps of the level after the first {cfg.burn_in} (burn-in); bits",
@@ -201,6 +223,12 @@ def _ceiling_notes(ceilings: dict, levels) -> list[str]:
 
 def _train(cfg, task, schedule, critics, heads, device, progress):
     n_est, steps = len(critics), cfg.steps
+    stacked = None
+    if choose_engine(cfg, device) == "stacked":
+        from .critics.stacked import StackedJointCritics
+
+        stacked = StackedJointCritics(critics).to(device)
+        critics = [stacked]
     params = [p for m in (*critics, *heads) for p in m.parameters()]
     optimizer = torch.optim.Adam(params, lr=cfg.lr) if params else None
     generator = torch.Generator(device=device).manual_seed(cfg.seed)
@@ -221,8 +249,9 @@ def _train(cfg, task, schedule, critics, heads, device, progress):
     for step in range(steps):
         x, y = task.sample(cfg.batch_size, float(levels[step]), generator)
         total = None
+        all_scores = stacked(x, y) if stacked is not None else None
         for e in active:
-            loss, est = heads[e](critics[e](x, y))
+            loss, est = heads[e](all_scores[e] if stacked is not None else critics[e](x, y))
             buffer[e, step] = est
             total = loss if total is None else total + loss
         if optimizer is not None and total is not None and total.requires_grad:
