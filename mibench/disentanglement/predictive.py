@@ -1,0 +1,349 @@
+"""Regressor-based disentanglement metrics (no MI back-end): Almudévar et al.'s estimators and the
+classic baselines DCI, SAP, Ridgeway & Mozer's explicitness and the FactorVAE score.
+
+All functions take factors y (n × K) and codes z (n × L) as arrays.  Regressors are fitted on one
+half of the samples and scored on the other (``test_size``): the papers do not say whether their
+errors are in-sample, and an in-sample random forest "predicts" pure noise, which would make every
+score look better than it is.
+
+* :func:`minimality`, :func:`sufficiency` — Almudévar et al. (ICLR), Algorithms 1-2 (standard
+  scaling, m_ij = 1 − MSE(f_ij(y_i), z_j), s_ij = 1 − MSE(f_ij(z_j), y_i); eqs. 6 and 8 aggregate).
+* :func:`modularity_compactness_explicitness` — Almudévar et al. (NeurIPS), Algorithms 1-2 (MinMax
+  scaling, uniform noise ε as reference, E = mean absolute error, random forests, §5).  The printed
+  algorithms clip with ``min(0, ·)``, which would make every score ≤ 0; the text says the scores lie
+  in [0, 1], so we clip with max(0, ·) (a typo fix).  Line 7 of Algorithm 2 loops ``j = 1 to n``;
+  j indexes the m code variables.
+* :func:`dci` — Eastwood & Williams (2018) from a random-forest importance matrix;
+  :func:`dci_from_importance` applies the formulas of Sepliarskaia et al. §3.1.3 to a given matrix.
+* :func:`sap` — Kumar et al. (2017), as disentanglement_lib: R² of a linear fit for continuous
+  factors, balanced LinearSVC accuracy for discrete ones; mean gap between the top two latents.
+* :func:`ridgeway_explicitness` — Ridgeway & Mozer (2018): mean one-vs-rest ROC AUC of a logistic
+  regression from z (continuous factors are cut into quantile bins first).
+* :func:`factorvae_score` — Kim & Mnih (2018), on a generative process (sample factors, fix one,
+  encode), majority-vote classifier.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..errors import MibenchError
+from .checks import as_2d, as_labels, check_positive_int, check_same_rows, resolve_discrete
+
+# ---------------------------------------------------------------------------------------------
+# shared helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _prepare(y, z):
+    y = as_2d(y, "y (factors)", min_rows=10)
+    z = as_2d(z, "z (codes)", min_rows=10)
+    check_same_rows(**{"y (factors)": y, "z (codes)": z})
+    return y, z
+
+
+def make_regressor(model="random_forest", seed: int = 0):
+    """A fresh scikit-learn regressor: "random_forest" (the papers' choice), "linear", or a factory."""
+    if callable(model):
+        return model()
+    if model == "random_forest":
+        from sklearn.ensemble import RandomForestRegressor
+
+        return RandomForestRegressor(n_estimators=30, min_samples_leaf=5, random_state=seed, n_jobs=1)
+    if model == "linear":
+        from sklearn.linear_model import LinearRegression
+
+        return LinearRegression()
+    raise MibenchError(f"unknown model {model!r}; choose 'random_forest', 'linear' or pass a factory")
+
+
+def _split(n: int, test_size: float, seed: int):
+    if not 0.0 < test_size < 1.0:
+        raise MibenchError(f"test_size must be in (0, 1), got {test_size}")
+    perm = np.random.default_rng(seed).permutation(n)
+    n_test = max(1, int(round(n * test_size)))
+    return perm[n_test:], perm[:n_test]
+
+
+class _FitPredict:
+    """Fit on the train rows, predict on the test rows (a held-out prediction for each target)."""
+
+    def __init__(self, n: int, model, test_size: float, seed: int):
+        self.train, self.test = _split(n, test_size, seed)
+        self.model, self.seed = model, seed
+
+    def __call__(self, inputs: np.ndarray, target: np.ndarray) -> np.ndarray:
+        inputs = inputs.reshape(len(inputs), -1)
+        reg = make_regressor(self.model, self.seed)
+        reg.fit(inputs[self.train], target[self.train])
+        return reg.predict(inputs[self.test])
+
+
+def _standard_scale(a: np.ndarray) -> np.ndarray:
+    sd = a.std(axis=0)
+    sd[sd == 0] = 1.0
+    return (a - a.mean(axis=0)) / sd
+
+
+def _minmax_scale(a: np.ndarray) -> np.ndarray:
+    lo, hi = a.min(axis=0), a.max(axis=0)
+    span = np.where(hi > lo, hi - lo, 1.0)
+    return (a - lo) / span
+
+
+# ---------------------------------------------------------------------------------------------
+# Almudévar et al. (ICLR): minimality and sufficiency, Algorithms 1-2
+# ---------------------------------------------------------------------------------------------
+
+def minimality_matrix(y, z, *, model="random_forest", test_size=0.5, seed=0) -> np.ndarray:
+    """m̂[i, j] = 1 − mean (f_ij(y_i) − z_j)² on standardised data (ICLR Algorithm 1, eq. 29)."""
+    y, z = _prepare(y, z)
+    ys, zs = _standard_scale(y), _standard_scale(z)
+    fp = _FitPredict(len(y), model, test_size, seed)
+    m = np.empty((y.shape[1], z.shape[1]))
+    for j in range(z.shape[1]):
+        for i in range(y.shape[1]):
+            m[i, j] = 1.0 - np.mean((fp(ys[:, i], zs[:, j]) - zs[fp.test, j]) ** 2)
+    return np.clip(m, 0.0, 1.0)
+
+
+def sufficiency_matrix(y, z, *, model="random_forest", test_size=0.5, seed=0) -> np.ndarray:
+    """ŝ[i, j] = 1 − mean (f_ij(z_j) − y_i)² on standardised data (ICLR Algorithm 2, eq. 48)."""
+    y, z = _prepare(y, z)
+    ys, zs = _standard_scale(y), _standard_scale(z)
+    fp = _FitPredict(len(y), model, test_size, seed)
+    s = np.empty((y.shape[1], z.shape[1]))
+    for i in range(y.shape[1]):
+        for j in range(z.shape[1]):
+            s[i, j] = 1.0 - np.mean((fp(zs[:, j], ys[:, i]) - ys[fp.test, i]) ** 2)
+    return np.clip(s, 0.0, 1.0)
+
+
+def minimality(y, z, **kw) -> float:
+    """Minimality m̄ = mean_j max_i m̂_ij (Almudévar ICLR eq. 6, Algorithm 1)."""
+    return float(minimality_matrix(y, z, **kw).max(axis=0).mean())
+
+
+def sufficiency(y, z, **kw) -> float:
+    """Sufficiency s̄ = mean_i max_j ŝ_ij (Almudévar ICLR eq. 8, Algorithm 2)."""
+    return float(sufficiency_matrix(y, z, **kw).max(axis=1).mean())
+
+
+# ---------------------------------------------------------------------------------------------
+# Almudévar et al. (NeurIPS): modularity, compactness, explicitness, Algorithms 1-2
+# ---------------------------------------------------------------------------------------------
+
+def _mae(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.mean(np.abs(a - b)))
+
+
+def modularity_compactness_explicitness(y, z, *, model="random_forest", test_size=0.5, seed=0) -> dict:
+    """Modularity (Algorithm 1), compactness and explicitness (Algorithm 2) for dependent factors.
+
+    Returns ``{"modularity", "compactness", "explicitness"}`` and the per-pair matrices
+    ``m`` (K × L, m_ij), ``alpha`` (L, α_j), ``c`` (K × L, c_ij), ``e`` (K, e_i).
+    """
+    y, z = _prepare(y, z)
+    y, z = _minmax_scale(y), _minmax_scale(z)
+    K, L = y.shape[1], z.shape[1]
+    eps = np.random.default_rng(seed + 1).uniform(0.0, 1.0, len(y))
+    fp = _FitPredict(len(y), model, test_size, seed)
+    te = fp.test
+    # Algorithm 1
+    e_star_y = _mae(fp(y, eps), eps[te])  # f*: y -> ε
+    e_star_yi = np.array([_mae(fp(y[:, i], eps), eps[te]) for i in range(K)])  # g*_i: y_i -> ε
+    m = np.empty((K, L))
+    alpha = np.empty(L)
+    for j in range(L):
+        f_j = fp(y, z[:, j])
+        for i in range(K):
+            m[i, j] = max(0.0, 1.0 - _mae(fp(y[:, i], z[:, j]), f_j) / e_star_yi[i])
+        alpha[j] = max(0.0, 1.0 - _mae(f_j, z[te, j]) / e_star_y)
+    weights = alpha / alpha.sum() if alpha.sum() > 0 else np.full(L, 1.0 / L)
+    modularity = float(np.sum(weights * m.max(axis=0)))
+    # Algorithm 2
+    e_star_z = _mae(fp(z, eps), eps[te])  # f*: z -> ε
+    e_star_zj = np.array([_mae(fp(z[:, j], eps), eps[te]) for j in range(L)])  # g*_j: z_j -> ε
+    c = np.empty((K, L))
+    e = np.empty(K)
+    for i in range(K):
+        f_i = fp(z, y[:, i])
+        for j in range(L):
+            c[i, j] = max(0.0, 1.0 - _mae(fp(z[:, j], y[:, i]), f_i) / e_star_zj[j])
+        e[i] = max(0.0, 1.0 - _mae(f_i, y[te, i]) / e_star_z)
+    return {
+        "modularity": modularity,
+        "compactness": float(np.mean(c.max(axis=1))),
+        "explicitness": float(np.mean(e)),
+        "m": np.clip(m, 0, 1), "alpha": alpha, "c": np.clip(c, 0, 1), "e": np.clip(e, 0, 1),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# DCI (Eastwood & Williams 2018)
+# ---------------------------------------------------------------------------------------------
+
+def _entropy_rows(p: np.ndarray, base: int) -> np.ndarray:
+    """Entropy of each row of a row-stochastic matrix, log base ``base``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, p * np.log(p), 0.0)
+    return -terms.sum(axis=1) / np.log(base)
+
+
+def dci_from_importance(importance) -> dict:
+    """Disentanglement and completeness from an importance matrix P (L latents × K factors).
+
+    D_i = 1 − H_K(P_i·/Σ_k P_ik), D = Σ_i ρ_i D_i, ρ_i = Σ_k P_ik / Σ P (Sepliarskaia eq. 3);
+    C_k = 1 − H_L(P_·k/Σ_i P_ik), C weighted by factor importance (disentanglement_lib).
+    """
+    P = np.abs(np.atleast_2d(np.asarray(importance, dtype=float)))
+    L, K = P.shape
+    if P.sum() <= 0:
+        raise MibenchError("importance matrix is all zeros")
+    row, col = P.sum(axis=1), P.sum(axis=0)
+    d_i = np.zeros(L)
+    ok = row > 0
+    d_i[ok] = 1.0 - _entropy_rows(P[ok] / row[ok, None], K) if K > 1 else 1.0
+    c_k = np.zeros(K)
+    okc = col > 0
+    c_k[okc] = 1.0 - _entropy_rows((P[:, okc] / col[okc]).T, L) if L > 1 else 1.0
+    return {
+        "disentanglement": float(np.sum(row / P.sum() * d_i)),
+        "completeness": float(np.sum(col / P.sum() * c_k)),
+        "per_code": d_i, "per_factor": c_k,
+    }
+
+
+def dci(y, z, *, discrete=None, test_size=0.5, seed=0, n_estimators=50) -> dict:
+    """DCI with random-forest importances; informativeness = held-out R² (continuous) or accuracy."""
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+    y, z = _prepare(y, z)
+    disc = resolve_discrete(y, discrete)
+    train, test = _split(len(y), test_size, seed)
+    P = np.empty((z.shape[1], y.shape[1]))
+    info = np.empty(y.shape[1])
+    for k in range(y.shape[1]):
+        cls = RandomForestClassifier if disc[k] else RandomForestRegressor
+        model = cls(n_estimators=n_estimators, min_samples_leaf=5, random_state=seed, n_jobs=1)
+        target = as_labels(y[:, k]) if disc[k] else y[:, k]
+        model.fit(z[train], target[train])
+        P[:, k] = model.feature_importances_
+        info[k] = max(0.0, model.score(z[test], target[test]))
+    out = dci_from_importance(P)
+    out["informativeness"] = float(info.mean())
+    out["importance"] = P
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# SAP (Kumar et al. 2017), Ridgeway & Mozer explicitness
+# ---------------------------------------------------------------------------------------------
+
+def sap_from_scores(scores) -> float:
+    """Mean over factors of the gap between the two most predictive latents (scores: L × K)."""
+    s = -np.sort(-np.atleast_2d(np.asarray(scores, dtype=float)), axis=0)
+    second = s[1] if s.shape[0] > 1 else 0.0
+    return float(np.mean(s[0] - second))
+
+
+def sap_scores(y, z, *, discrete=None, test_size=0.5, seed=0) -> np.ndarray:
+    """S[i, k]: R² of a linear fit of y_k on z_i (continuous) or LinearSVC accuracy (discrete)."""
+    y, z = _prepare(y, z)
+    disc = resolve_discrete(y, discrete)
+    L, K = z.shape[1], y.shape[1]
+    S = np.zeros((L, K))
+    cont = np.flatnonzero(~disc)
+    if cont.size:  # squared correlations, vectorised
+        zc, yc = z - z.mean(0), y[:, cont] - y[:, cont].mean(0)
+        cov = zc.T @ yc / (len(y) - 1)
+        vz, vy = zc.var(0, ddof=1), yc.var(0, ddof=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            S[:, cont] = np.where(vz[:, None] > 1e-12, cov**2 / (vz[:, None] * vy[None, :]), 0.0)
+    if (~disc).all():
+        return S
+    from sklearn.svm import LinearSVC
+
+    train, test = _split(len(y), test_size, seed)
+    for k in np.flatnonzero(disc):
+        labels = as_labels(y[:, k])
+        for i in range(L):
+            clf = LinearSVC(C=0.01, class_weight="balanced").fit(z[train, i : i + 1], labels[train])
+            S[i, k] = np.mean(clf.predict(z[test, i : i + 1]) == labels[test])
+    return S
+
+
+def sap(y, z, **kw) -> float:
+    """SAP score (Kumar et al. 2017; Sepliarskaia §3.2.1)."""
+    return sap_from_scores(sap_scores(y, z, **kw))
+
+
+def ridgeway_explicitness(y, z, *, discrete=None, bins: int = 10, test_size=0.5, seed=0) -> float:
+    """Ridgeway & Mozer (2018) explicitness: mean one-vs-rest ROC AUC of a logistic regression."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import roc_auc_score
+    from sklearn.preprocessing import StandardScaler
+
+    y, z = _prepare(y, z)
+    disc = resolve_discrete(y, discrete)
+    bins = check_positive_int(bins, "bins", minimum=2)
+    train, test = _split(len(y), test_size, seed)
+    zs = StandardScaler().fit(z[train]).transform(z)
+    aucs = []
+    for k in range(y.shape[1]):
+        if disc[k]:
+            labels = as_labels(y[:, k])
+        else:
+            edges = np.quantile(y[:, k], np.linspace(0, 1, bins + 1)[1:-1])
+            labels = np.searchsorted(edges, y[:, k], side="right")
+        classes = np.unique(labels[train])
+        clf = LogisticRegression(max_iter=1000).fit(zs[train], labels[train])
+        proba = clf.predict_proba(zs[test])
+        onehot = (labels[test][:, None] == classes[None, :]).astype(float)
+        per_class = [roc_auc_score(onehot[:, c], proba[:, c]) for c in range(len(classes)) if 0 < onehot[:, c].sum() < len(onehot)]
+        aucs.append(np.mean(per_class))
+    return float(np.mean(aucs))
+
+
+# ---------------------------------------------------------------------------------------------
+# FactorVAE score (Kim & Mnih 2018), interventional
+# ---------------------------------------------------------------------------------------------
+
+def factorvae_score(sample_factors: Callable, represent: Callable, *, n_train: int = 10000, n_eval: int = 5000,
+                    batch_size: int = 64, n_global: int = 10000, seed: int = 0) -> dict:
+    """FactorVAE score: fix one factor per batch, vote for the latent of least normalised variance.
+
+    ``sample_factors(n, rng) -> (n, K)`` draws factors; ``represent(y) -> (n, L)`` encodes them.
+    Returns ``{"train_accuracy", "eval_accuracy", "votes"}`` (majority-vote classifier fitted on the
+    training votes, as Kim & Mnih and disentanglement_lib).
+    """
+    rng = np.random.default_rng(seed)
+    glob = as_2d(represent(sample_factors(n_global, rng)), "represent(...)")
+    scale = glob.std(axis=0, ddof=1)
+    active = scale > 0
+    if not active.any():
+        raise MibenchError("factorvae_score: every latent is constant")
+
+    def votes(n_points: int) -> tuple[np.ndarray, np.ndarray]:
+        y = np.asarray(sample_factors(n_points * batch_size, rng), dtype=float)
+        K = y.shape[1]
+        y = y.reshape(n_points, batch_size, K)
+        fixed = rng.integers(0, K, n_points)
+        rows = np.arange(n_points)
+        y[rows, :, fixed] = y[rows, 0, fixed][:, None]  # one fixed factor value per batch
+        z = as_2d(represent(y.reshape(-1, K)), "represent(...)").reshape(n_points, batch_size, -1)
+        local = (z[:, :, active] / scale[active]).var(axis=1, ddof=1)
+        return np.flatnonzero(active)[np.argmin(local, axis=1)], fixed
+
+    lat_tr, fac_tr = votes(n_train)
+    L, K = glob.shape[1], int(max(fac_tr.max() + 1, np.asarray(sample_factors(1, rng)).shape[1]))
+    table = np.zeros((L, K))
+    np.add.at(table, (lat_tr, fac_tr), 1)
+    classifier = table.argmax(axis=1)
+    lat_ev, fac_ev = votes(n_eval)
+    return {
+        "train_accuracy": float(np.mean(classifier[lat_tr] == fac_tr)),
+        "eval_accuracy": float(np.mean(classifier[lat_ev] == fac_ev)),
+        "votes": table,
+    }
