@@ -63,9 +63,16 @@ class _OneDNNLinear(torch.autograd.Function):
         return grad_x, grad_w, grad_b, None
 
 
+def _plain(t: torch.Tensor) -> bool:
+    """Row- or column-major 2-D: oneDNN's fast layouts.  Other strides (e.g. a column slice of a
+    weight, as the joint critic's split first layer uses) hit a reference path ~100x slower."""
+    return t.is_contiguous() or t.t().is_contiguous()
+
+
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, relu: bool = False) -> torch.Tensor:
     """``relu?(x @ weight.T + bias)`` for 2-D ``x``, through oneDNN on CPU fp32 when available."""
-    if ONEDNN and x.device.type == "cpu" and x.dtype == torch.float32 and x.dim() == 2 and weight.dtype == torch.float32:
+    if (ONEDNN and x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == torch.float32
+            and x.dim() == 2 and _plain(x) and _plain(weight)):
         return _OneDNNLinear.apply(x, weight, bias, relu)
     out = F.linear(x, weight, bias)
     return torch.relu(out) if relu else out

@@ -29,3 +29,16 @@ def test_fallback_path_is_plain_linear(monkeypatch):
     x, w = torch.randn(3, 4), torch.randn(2, 4)
     assert torch.equal(kernels.linear(x, w, None, relu=True), torch.relu(x @ w.T))
     assert kernels.kernel_name("cpu") == "aten"
+
+
+def test_strided_operands_take_the_aten_path(monkeypatch):
+    """A column slice of a weight is not a plain layout: it must not reach oneDNN (slow path)."""
+    calls = []
+    monkeypatch.setattr(kernels._OneDNNLinear, "apply", lambda *a: calls.append(a) or torch.zeros(()))
+    w = torch.randn(8, 20)
+    kernels.linear(torch.randn(3, 10), w[:, :10], None)
+    assert not calls
+    if kernels.ONEDNN:
+        kernels.linear(torch.randn(3, 10), w[:, :10].contiguous(), None)
+        kernels.linear(torch.randn(3, 8), w[:, :8].t().contiguous().t(), None)
+        assert len(calls) == 2

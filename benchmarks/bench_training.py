@@ -1,0 +1,203 @@
+#!/usr/bin/env python
+"""Training speed of the paper's protocol (joint critic 2x256, batch 64), in one process:
+
+1. ms/step for one estimator (SMILE) on Gaussian (d 10), vision (ds 10, 28x28) and text (ds 10,
+   10 x 384): mibench's step (vectorised on-device sampler, split first layer, oneDNN GEMMs)
+   vs. a naive implementation of the same step (per-sample sampler loop with per-image resize,
+   all K^2 concatenations through the MLP, default aten GEMMs), and the fraction of the GEMM
+   peak measured in the same run.
+2. All 8 paper estimators on the same batch stream: sequential vs stacked critics.
+3. The paper's Table-3 grid (8 estimators x 3 domains x 20,000 steps), extrapolated from the
+   measured per-step time (stated as such), and the naive implementation's extrapolation.
+4. Resident memory at the start and end of a longer run (does it grow?).
+
+    MIBENCH_DATA=/path/to/data python benchmarks/bench_training.py [--steps 20] [--rounds 3]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+import torch
+
+from common import gemm_peak_gflops, header, interleaved, joint_train_flops
+
+from mibench import kernels
+from mibench.critics import make_critic
+from mibench.estimators import PAPER_ESTIMATORS, make_estimator
+from mibench.harness import RunConfig, build_models, run
+from mibench.tasks import make_task
+
+DOMAINS = {"gaussian": {"dim": 10}, "vision": {}, "text": {}}
+
+
+class NaiveSampler:
+    """Per-sample Python loop over the task's construction (vision: bench_vision_sampler's loop +
+    per-image resize; text: a loop of per-review gathers and concatenations; gaussian: per-sample
+    draws)."""
+
+    def __init__(self, task):
+        self.task = task
+        self.rng = np.random.default_rng(0)
+        if task.name == "vision":
+            from bench_vision_sampler import PerSampleSampler
+
+            self.impl = PerSampleSampler(task)
+        elif task.name == "text":
+            items = task.pool.items.cpu().numpy()
+            off = int(task.pool.offsets[1])
+            self.by_class = [items[:off], items[off:]]
+
+    def sample(self, k, mi_bits):
+        t = self.task
+        if t.name == "vision":
+            return self.impl.sample(k, mi_bits)
+        if t.name == "text":
+            beta = t.crossover(mi_bits)
+            xs, ys = [], []
+            for _ in range(k):
+                bx, by = [], []
+                for _ in range(t.ds):
+                    c = int(self.rng.random() < 0.5)
+                    c2 = c ^ int(self.rng.random() < beta)
+                    pool = self.by_class[c]
+                    i = int(self.rng.integers(len(pool)))
+                    j = int(self.rng.integers(len(self.by_class[c2])))
+                    while c2 == c and j == i:
+                        j = int(self.rng.integers(len(pool)))
+                    bx.append(pool[i])
+                    by.append(self.by_class[c2][j])
+                xs.append(np.concatenate(bx))
+                ys.append(np.concatenate(by))
+            return torch.from_numpy(np.stack(xs)).float(), torch.from_numpy(np.stack(ys)).float()
+        rho = t.rho(mi_bits)
+        xs, ys = [], []
+        for _ in range(k):
+            x = self.rng.standard_normal(t.dim)
+            xs.append(x)
+            ys.append(rho * x + np.sqrt(1 - rho * rho) * self.rng.standard_normal(t.dim))
+        return torch.tensor(np.array(xs), dtype=torch.float32), torch.tensor(np.array(ys), dtype=torch.float32)
+
+
+def step_fns(task, k=64, mi=2.0):
+    """(mibench step, naive step) for one SMILE estimator on ``task``."""
+    gen = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    ours_c, naive_c = make_critic("joint", task.dim_x, task.dim_y), make_critic("joint", task.dim_x, task.dim_y)
+    head = make_estimator("smile")
+    opt_o, opt_n = torch.optim.Adam(ours_c.parameters(), 5e-4), torch.optim.Adam(naive_c.parameters(), 5e-4)
+    naive = NaiveSampler(task)
+
+    def ours():
+        kernels.ONEDNN = kernels._onednn_available()
+        x, y = task.sample(k, mi, gen)
+        loss, _ = head(ours_c(x, y))
+        opt_o.zero_grad(set_to_none=True)
+        loss.backward()
+        opt_o.step()
+
+    def naive_step():
+        kernels.ONEDNN = False
+        x, y = naive.sample(k, mi)
+        loss, _ = head(naive_c.forward_naive(x, y))
+        opt_n.zero_grad(set_to_none=True)
+        loss.backward()
+        opt_n.step()
+
+    return ours, naive_step
+
+
+def multi_fns(task, engine_names=("sequential", "stacked"), k=64, mi=2.0):
+    """One training step of all 8 paper estimators, per engine (the harness's own loop body)."""
+    from mibench.critics.stacked import StackedJointCritics
+
+    fns = {}
+    for engine in engine_names:
+        cfg = RunConfig(estimators=PAPER_ESTIMATORS, device="cpu").resolved()
+        critics, heads = build_models(cfg, task.dim_x, task.dim_y, torch.device("cpu"))
+        model = StackedJointCritics(critics) if engine == "stacked" else None
+        params = list(model.parameters()) if model else [p for c in critics for p in c.parameters()]
+        opt = torch.optim.Adam(params, 5e-4)
+        gen = torch.Generator().manual_seed(0)
+
+        def step(critics=critics, heads=heads, model=model, opt=opt, gen=gen):
+            kernels.ONEDNN = kernels._onednn_available()
+            x, y = task.sample(k, mi, gen)
+            scores = model(x, y) if model is not None else [c(x, y) for c in critics]
+            total = sum(h(s)[0] for h, s in zip(heads, scores))
+            opt.zero_grad(set_to_none=True)
+            total.backward()
+            opt.step()
+
+        fns[engine] = step
+    return fns
+
+
+def rss_mb() -> float:
+    with open(f"/proc/{os.getpid()}/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--reps", type=int, default=5, help="steps per timing")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--domains", default="gaussian,vision,text")
+    p.add_argument("--memory-steps", type=int, default=600)
+    args = p.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    header("training step benchmark: joint critic 2x256, batch 64")
+    peak = gemm_peak_gflops()
+    print(f"GEMM 4096x256x256: aten {peak['aten']:.0f} GFLOP/s, oneDNN {peak.get('onednn', float('nan')):.0f} GFLOP/s")
+    best_peak = max(peak.values())
+    domains = [d for d in args.domains.split(",") if d]
+    tasks = {d: make_task(d, **DOMAINS[d]) for d in domains}
+
+    print("\n## 1. one estimator (SMILE): mibench vs naive, ms/step")
+    print(f"{'domain':<9} {'dr':>6} {'mibench':>9} {'naive':>9} {'speed-up':>9} {'GFLOP/step':>11} {'% of peak':>9}")
+    single = {}
+    for d, task in tasks.items():
+        ours, naive = step_fns(task)
+        t = interleaved({"ours": ours, "naive": naive}, args.rounds, args.reps)
+        single[d] = t
+        fl = joint_train_flops(64, task.dim_x, task.dim_y)
+        print(f"{d:<9} {task.dim_x:>6} {t['ours'] * 1e3:9.1f} {t['naive'] * 1e3:9.1f} {t['naive'] / t['ours']:8.1f}x "
+              f"{fl / 1e9:11.2f} {100 * fl / t['ours'] / 1e9 / best_peak:8.0f}%")
+
+    print("\n## 2. all 8 estimators on one batch stream: sequential vs stacked critics, ms/step")
+    grid = {}
+    for d, task in tasks.items():
+        t = interleaved(multi_fns(task), args.rounds, max(1, args.reps // 2))
+        best = min(t, key=t.get)
+        grid[d] = t[best]
+        print(f"{d:<9} sequential {t['sequential'] * 1e3:8.1f}   stacked {t['stacked'] * 1e3:8.1f}   "
+              f"-> {best} ({t['sequential'] / t['stacked']:.2f}x stacked/sequential speed)")
+
+    print("\n## 3. Table-3 grid: 8 estimators x %d domains x 20,000 steps (extrapolated from section 2)" % len(tasks))
+    total = sum(grid.values()) * 20_000
+    naive_total = sum(8 * single[d]["naive"] for d in tasks) * 20_000
+    for d in tasks:
+        print(f"{d:<9} {grid[d] * 20_000 / 60:7.1f} min   (naive: {8 * single[d]['naive'] * 20_000 / 60:7.1f} min)")
+    print(f"{'total':<9} {total / 60:7.1f} min   (naive: {naive_total / 3600:7.1f} h)  -> {naive_total / total:.1f}x")
+
+    print(f"\n## 4. memory: resident set over a {args.memory_steps}-step 8-estimator Gaussian run")
+    m0 = rss_mb()
+    cfg = RunConfig(task="gaussian", estimators=PAPER_ESTIMATORS, steps=args.memory_steps, device="cpu", log_every=100)
+    t0 = time.perf_counter()
+    marks = []
+    orig = torch.Tensor.cpu
+
+    res = run(cfg)
+    marks.append(rss_mb())
+    print(f"RSS before {m0:.0f} MB, after {marks[-1]:.0f} MB; wall {time.perf_counter() - t0:.1f} s "
+          f"({res.config['steps_per_second']} steps/s for all 8)")
+    del orig
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

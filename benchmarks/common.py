@@ -1,0 +1,57 @@
+"""Shared pieces of the benchmark scripts: interleaved timing (so background load hits every
+variant alike and ratios stay meaningful), FLOP counts and the GEMM peak of this machine."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def interleaved(cases: dict, rounds: int = 3, reps: int = 10, warmup: int = 2) -> dict:
+    """Median-of-rounds seconds per call for each case, the cases alternating within each round."""
+    for f in cases.values():
+        for _ in range(warmup):
+            f()
+    times = {k: [] for k in cases}
+    for _ in range(rounds):
+        for k, f in cases.items():
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                f()
+            times[k].append((time.perf_counter() - t0) / reps)
+    return {k: sorted(v)[len(v) // 2] for k, v in times.items()}
+
+
+def joint_train_flops(k: int, dx: int, dy: int, hidden: int = 256, layers: int = 2) -> float:
+    """FLOPs of one joint-critic training step (forward + backward) with the first layer split:
+    per-sample first layer 2K(dx+dy)h, hidden layers 2K^2 h^2 each, output 2K^2 h; backward = 2x
+    forward except the first layer's input gradient (not needed)."""
+    first = 2 * k * (dx + dy) * hidden
+    hidden_fl = layers * 2 * k * k * hidden * hidden
+    out = 2 * k * k * hidden
+    return first * 2 + (hidden_fl + out) * 3
+
+
+def gemm_peak_gflops(m: int = 4096, n: int = 256, kdim: int = 256) -> dict:
+    """GFLOP/s of the critic's dominant GEMM via aten (MKL) and via oneDNN, measured now."""
+    a, w, b = torch.randn(m, kdim), torch.randn(n, kdim), torch.randn(n)
+    cases = {"aten": lambda: torch.nn.functional.linear(a, w, b)}
+    try:
+        op = torch.ops.mkldnn._linear_pointwise
+        cases["onednn"] = lambda: op(a, w, b, "none", [], "")
+    except (AttributeError, RuntimeError):
+        pass
+    t = interleaved(cases, rounds=3, reps=20)
+    return {k: 2 * m * n * kdim / v / 1e9 for k, v in t.items()}
+
+
+def header(title: str) -> None:
+    import platform
+
+    print(f"# {title}")
+    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}, "
+          f"{time.strftime('%Y-%m-%d %H:%M')}")
