@@ -275,6 +275,12 @@ def test_bad_discrete_flags_and_metric_names():
         M.mi_metrics(y, y, ["migg"])
 
 
+def test_constant_discrete_factor_is_refused():
+    y = np.stack([np.zeros(50), np.arange(50) % 3], 1)
+    with pytest.raises(MibenchError, match="factor 0 is constant"):
+        M.mig(y, y)
+
+
 def test_continuous_scores_are_unnormalised_nats():
     """Continuous factors: normaliser 1, so MIG is in nats (Tokui §5.1), not divided by h(y)."""
     rng = np.random.default_rng(0)

@@ -109,7 +109,11 @@ def prepare(y, z, discrete=None):
 
 def normalisers(y: np.ndarray, discrete: np.ndarray) -> np.ndarray:
     """H(y_k) for discrete factors, 1 for continuous ones (see the module docstring)."""
-    return np.array([discrete_entropy(y[:, k]) if discrete[k] else 1.0 for k in range(y.shape[1])])
+    out = np.array([discrete_entropy(y[:, k]) if discrete[k] else 1.0 for k in range(y.shape[1])])
+    constant = np.flatnonzero(out <= 0)
+    if constant.size:
+        raise MibenchError(f"factor {constant[0]} is constant (H = 0): it cannot be disentangled; drop it")
+    return out
 
 
 def table_part(y: np.ndarray, z, backend, discrete: np.ndarray, part: str, x=None) -> np.ndarray:
@@ -131,7 +135,7 @@ def table_part(y: np.ndarray, z, backend, discrete: np.ndarray, part: str, x=Non
         return np.stack([per_factor(_subset(z, [j for j in range(L) if j != l])) for l in range(L)], axis=1)
     if part == "full":
         return per_factor(_subset(z, list(range(L))))
-    if part == "code_y":
+    if part == "code_y":  # I(z_l; y) with the whole factor vector; mixed factors go to the back-end as continuous
         return np.array([be.mi(y, _subset(z, [l]), discrete_y=bool(discrete.all())) for l in range(L)])
     if part == "code_x":
         if x is None:

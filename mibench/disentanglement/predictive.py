@@ -319,16 +319,16 @@ def factorvae_score(sample_factors: Callable, represent: Callable, *, n_train: i
     training votes, as Kim & Mnih and disentanglement_lib).
     """
     rng = np.random.default_rng(seed)
-    glob = as_2d(represent(sample_factors(n_global, rng)), "represent(...)")
+    y_glob = as_2d(sample_factors(n_global, rng), "sample_factors(...)")
+    K = y_glob.shape[1]
+    glob = as_2d(represent(y_glob), "represent(...)")
     scale = glob.std(axis=0, ddof=1)
     active = scale > 0
     if not active.any():
         raise MibenchError("factorvae_score: every latent is constant")
 
     def votes(n_points: int) -> tuple[np.ndarray, np.ndarray]:
-        y = np.asarray(sample_factors(n_points * batch_size, rng), dtype=float)
-        K = y.shape[1]
-        y = y.reshape(n_points, batch_size, K)
+        y = np.asarray(sample_factors(n_points * batch_size, rng), dtype=float).reshape(n_points, batch_size, K)
         fixed = rng.integers(0, K, n_points)
         rows = np.arange(n_points)
         y[rows, :, fixed] = y[rows, 0, fixed][:, None]  # one fixed factor value per batch
@@ -337,8 +337,7 @@ def factorvae_score(sample_factors: Callable, represent: Callable, *, n_train: i
         return np.flatnonzero(active)[np.argmin(local, axis=1)], fixed
 
     lat_tr, fac_tr = votes(n_train)
-    L, K = glob.shape[1], int(max(fac_tr.max() + 1, np.asarray(sample_factors(1, rng)).shape[1]))
-    table = np.zeros((L, K))
+    table = np.zeros((glob.shape[1], K))
     np.add.at(table, (lat_tr, fac_tr), 1)
     classifier = table.argmax(axis=1)
     lat_ev, fac_ev = votes(n_eval)
