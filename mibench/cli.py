@@ -18,6 +18,7 @@ SUBCOMMAND_MODULES = [
     "mibench.data.cli",             # data
     "mibench.sweep_cli",            # sweep, leaderboard, compare, plot
     "mibench.disentanglement.cli",  # validate
+    "mibench.encoders.cli",         # encoders (train-resnet, list)
 ]
 
 

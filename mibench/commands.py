@@ -13,7 +13,7 @@ from .errors import MibenchError
 #: task flags forwarded to the task factory when the user sets them (name -> type)
 TASK_FLAGS = {
     "dim": int, "cubic": None, "ds": int, "layout": str, "side": int, "nuisance": float,
-    "encoder": str, "data_dir": str, "n_per_class": int,
+    "encoder": str, "data_dir": str, "n_per_class": int, "transform": str, "layer": str,
 }
 
 
@@ -48,6 +48,8 @@ def register_cli(sub) -> None:
     g.add_argument("--encoder", help="text: Hugging Face BERT-family checkpoint (path or id)")
     g.add_argument("--data-dir", help="dataset directory (else $MIBENCH_DATA, else the user cache)")
     g.add_argument("--n-per-class", type=int, help="text: reviews embedded per class")
+    g.add_argument("--transform", help="apply g to X and Y: realnvp | maf | irevnet (invertible) | resnet (vision)")
+    g.add_argument("--layer", help="resnet features: stem | layer1 | layer2 | layer3 | layer4 | pool (default pool)")
     p.set_defaults(func=cmd_run)
 
     lp = sub.add_parser("list", help="list tasks, estimators and critics")

@@ -16,6 +16,11 @@ def make_task(name: str, device="cpu", **params):
 
     from ..errors import MibenchError
 
+    transform, layer = params.pop("transform", None), params.pop("layer", None)  # encoders (issue 6)
+    if transform is not None or layer is not None:
+        from .transformed import check_transform, wrap
+
+        check_transform(transform, layer)  # bad names fail before any data is loaded
     entry = TASKS.get(name)
     factory = entry.obj
     accepted = inspect.signature(factory).parameters
@@ -23,4 +28,5 @@ def make_task(name: str, device="cpu", **params):
         if key not in accepted:
             ok = sorted(k for k in accepted if k != "device")
             raise MibenchError(f"task {entry.name!r} does not take {key!r}; it takes: {', '.join(ok) or 'nothing'}")
-    return factory(device=device, **params)
+    task = factory(device=device, **params)
+    return task if transform is None and layer is None else wrap(task, transform, layer)
