@@ -1,0 +1,241 @@
+"""Sweeps: grid expansion, config files, presets, resume after a kill, failures, local pool."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import mibench.harness
+from mibench.cli import main
+from mibench.errors import MibenchError
+from mibench.presets import PRESETS, load_preset
+from mibench.results import is_complete, read_config
+from mibench.sweep import SweepSpec, load_spec, run_sweep
+
+TINY = {"tasks": [{"task": "gaussian", "params": {"dim": 2}}], "estimators": ["smile-5", "infonce"],
+        "seeds": [0, 1], "steps": 30, "hidden": 8, "layers": 0, "batch_size": 16, "mi": "1,2", "device": "cpu"}
+
+
+def tiny(**over):
+    return SweepSpec.from_dict({**TINY, **over})
+
+
+@pytest.fixture
+def count_runs(monkeypatch):
+    """Count harness.run calls made in this process (workers=1 runs cells in-process)."""
+    calls = []
+    real = mibench.harness.run
+
+    def counting(cfg, *a, **k):
+        calls.append((cfg.task_params, cfg.seed))
+        return real(cfg, *a, **k)
+
+    monkeypatch.setattr(mibench.harness, "run", counting)
+    return calls
+
+
+def test_grid_expansion_and_names():
+    spec = SweepSpec.from_dict({"tasks": ["gaussian"], "params": {"dim": [2, 4]}, "estimators": "smile,nwj",
+                                "critics": ["joint", "separable"], "seeds": "0-1", "layers": [1, 2], "steps": 50})
+    cells = spec.cells()
+    assert len(cells) == 2 * 2 * 2 * 2
+    assert all(c.config["estimators"] == ["smile-5", "nwj"] for c in cells)   # estimators share a cell
+    names = [c.name for c in cells]
+    assert len(set(names)) == len(names)
+    assert names[0] == "gaussian_dim2_joint-d1w256_b64_mistepwise_s0"
+    assert "gaussian_dim4_separable-d2w256e32_b64_mistepwise_s1" in names
+    split = SweepSpec.from_dict({"tasks": ["gaussian"], "estimators": ["smile", "nwj"], "split_estimators": True,
+                                 "steps": [20, 40], "mi": [2, "stepwise"]}).cells()
+    assert len(split) == 2 * 2 * 2 and {tuple(c.config["estimators"]) for c in split} == {("smile-5",), ("nwj",)}
+    assert any(n.name.endswith("_n40_s0") and "mi2" in n.name for n in split)
+    # per-task overrides
+    spec = SweepSpec.from_dict({"tasks": [{"task": "gaussian", "params": {"dim": [1, 2]}, "mi": 1},
+                                          {"task": "vision", "params": {"side": 10}, "layers": [1, 3]}],
+                                "steps": 20})
+    cells = spec.cells()
+    assert [c.config["layers"] for c in cells if c.config["task"] == "vision"] == [1, 3]
+    assert {c.config["mi"] for c in cells if c.config["task"] == "gaussian"} == {1}
+
+
+@pytest.mark.parametrize("data,match", [
+    ({"tasks": ["gausian"]}, "did you mean 'gaussian'"),
+    ({"tasks": ["gaussian"], "critcs": ["joint"]}, "did you mean 'critics'"),
+    ({"tasks": ["gaussian"], "params": {"nuisance": 0.3}}, "does not take 'nuisance'"),
+    ({"tasks": ["gaussian"], "estimators": ["smiel"]}, "smile"),
+    ({"tasks": ["gaussian"], "critics": ["mlp"]}, "unknown critic"),
+    ({"tasks": ["gaussian"], "seeds": "x"}, "seeds"),
+    ({"tasks": ["gaussian"], "mi": "banana"}, "--mi must be"),
+    ({"tasks": ["gaussian"], "layers": "deep"}, "layers must be an integer"),
+    ({"tasks": ["gaussian"], "seeds": []}, "empty list"),
+    ({"estimators": ["smile"]}, "needs 'tasks'"),
+])
+def test_spec_mistakes_are_one_line_errors(data, match):
+    with pytest.raises(MibenchError, match=match):
+        SweepSpec.from_dict(data)
+
+
+def test_toml_and_yaml_configs_agree(tmp_path):
+    toml = tmp_path / "grid.toml"
+    toml.write_text('name = "mygrid"\nestimators = ["smile-5", "nwj"]\nseeds = [0, 1]\nsteps = 30\n'
+                    'mi = [2, "stepwise"]\n\n[[tasks]]\ntask = "gaussian"\nparams = { dim = [2, 4] }\n')
+    yaml = tmp_path / "grid.yaml"
+    yaml.write_text("name: mygrid\nestimators: [smile-5, nwj]\nseeds: [0, 1]\nsteps: 30\nmi: [2, stepwise]\n"
+                    "tasks:\n  - task: gaussian\n    params: {dim: [2, 4]}\n")
+    a, b = load_spec(toml), load_spec(yaml)
+    assert a.name == "mygrid" and [c.name for c in a.cells()] == [c.name for c in b.cells()]
+    assert len(a.cells()) == 8
+    bad = tmp_path / "bad.toml"
+    bad.write_text("tasks = [\n")
+    with pytest.raises(MibenchError, match="not valid TOML"):
+        load_spec(bad)
+
+
+def test_presets_expand_in_both_forms():
+    for name in PRESETS:
+        quick, full = load_preset(name, "quick").cells(), load_preset(name, "full").cells()
+        assert 0 < len(quick) <= len(full), name
+        assert quick[0].config["steps"] < full[0].config["steps"]
+    full = load_preset("estimators", "full").cells()
+    assert {c.config["task"] for c in full} == {"gaussian", "vision", "text"}
+    assert full[0].config["estimators"] == ["nwj", "js", "infonce", "dv", "mine", "smile-1", "smile-5", "smile-inf"]
+    assert full[0].config["steps"] == 20000 and full[0].config["hidden"] == 256
+    assert {c.config["task_params"].get("side") for c in load_preset("dr", "full").cells()} == {10, 20, 28, 40, 64, 100}
+    assert {c.config["task_params"].get("nuisance") for c in load_preset("nuisance", "full").cells()} == \
+        {0.0, 0.2, 0.4, 0.6, 0.8, 1.0}
+    assert {c.config["layers"] for c in load_preset("depth", "full").cells()} == {1, 2, 3, 4, 5}
+    assert {c.config["critic"] for c in load_preset("critics", "full").cells()} == {"joint", "separable", "bilinear"}
+
+
+def test_cli_shorthand_dry_run_and_dump(tmp_path, capsys):
+    args = ["sweep", "--task", "gaussian", "--estimator", "smile,nwj", "--seeds", "0,1", "--steps", "200",
+            "--set", "dim=2,4", "--out", str(tmp_path / "s"), "--dry-run"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "4 cells (0 complete, 4 to run)" in out and "gaussian_dim4_joint-d2w256_b64_mistepwise_s1" in out
+    assert main(["sweep", "--preset", "depth", "--quick", "--dump-config"]) == 0
+    dumped = tmp_path / "depth.yaml"
+    dumped.write_text(capsys.readouterr().out)
+    assert [c.name for c in load_spec(dumped).cells()] == [c.name for c in load_preset("depth").cells()]
+    assert main(["sweep", "--preset", "estimators", "--steps", "50", "--dry-run", "--out", str(tmp_path / "p")]) == 0
+    assert "; 50 steps]" in capsys.readouterr().out
+    assert main(["sweep", "--preset", "nope"]) == 2
+    assert main(["sweep"]) == 2
+    assert main(["sweep", "--task", "gaussian", "--set", "dim"]) == 2
+    assert "--set expects" in capsys.readouterr().err
+
+
+def test_resume_skips_complete_and_redoes_partial(tmp_path, count_runs):
+    out = tmp_path / "sw"
+    spec = tiny()
+    r1 = run_sweep(spec, out, workers=1, plot=False, log=lambda s: None)
+    assert r1.ran == 2 and r1.ok and len(count_runs) == 2
+    cells = [out / c.name for c in spec.cells()]
+    assert all(is_complete(c) for c in cells)
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert manifest["status"] == "complete" and manifest["counts"]["complete"] == 2
+    mtimes = {c: (c / "summary.csv").stat().st_mtime_ns for c in cells}
+    # simulate a run interrupted mid-way: status still "running", no summary
+    cfg = read_config(cells[1])
+    cfg["status"] = "running"
+    (cells[1] / "config.json").write_text(json.dumps(cfg))
+    (cells[1] / "summary.csv").unlink()
+    (cells[1] / "stale.tmp").write_text("left over")
+    r2 = run_sweep(spec, out, workers=1, plot=False, log=lambda s: None)
+    assert (r2.ran, r2.skipped) == (1, 1) and len(count_runs) == 3 and count_runs[-1][1] == 1
+    assert (cells[0] / "summary.csv").stat().st_mtime_ns == mtimes[cells[0]]   # not recomputed
+    assert is_complete(cells[1]) and not (cells[1] / "stale.tmp").exists()
+    # a third run does nothing; an edited spec is refused rather than mixed in
+    r3 = run_sweep(spec, out, workers=1, plot=False, log=lambda s: None)
+    assert r3.ran == 0 and len(count_runs) == 3
+    with pytest.raises(MibenchError, match="different config .*lr"):
+        run_sweep(tiny(lr=1e-3), out, workers=1, plot=False, log=lambda s: None)
+    assert len(json.loads((out / "sweep.json").read_text())["invocations"]) == 3
+
+
+def test_failed_cell_is_recorded_not_fatal(tmp_path, monkeypatch, capsys):
+    real = mibench.harness.run
+
+    def flaky(cfg, *a, **k):
+        if cfg.seed == 1:
+            raise RuntimeError("CUDA out of memory (simulated)")
+        return real(cfg, *a, **k)
+
+    monkeypatch.setattr(mibench.harness, "run", flaky)
+    out = tmp_path / "sw"
+    code = main(["sweep", "--task", "gaussian", "--set", "dim=2", "--estimator", "smile", "--seeds", "0,1",
+                 "--steps", "20", "--hidden", "8", "--layers", "0", "--batch-size", "16", "--mi", "2",
+                 "--device", "cpu", "--workers", "1", "--no-plot", "--out", str(out)])
+    assert code == 1
+    text = capsys.readouterr()
+    assert "1 failed" in text.out and "CUDA out of memory" in text.out
+    manifest = json.loads((out / "sweep.json").read_text())
+    by = {c["name"]: c for c in manifest["cells"]}
+    bad = next(c for n, c in by.items() if n.endswith("_s1"))
+    good = next(c for n, c in by.items() if n.endswith("_s0"))
+    assert bad["status"] == "failed" and "RuntimeError: CUDA out of memory" in bad["error"]
+    assert good["status"] == "complete" and manifest["status"] == "incomplete"
+    failed = json.loads((out / bad["dir"] / "failed.json").read_text())
+    assert "Traceback" in failed["traceback"]
+    assert (out / "leaderboard.csv").is_file()     # built from the cells that finished
+    # re-running retries only the failed cell (and succeeds now)
+    monkeypatch.setattr(mibench.harness, "run", real)
+    r = run_sweep(load_spec_from_manifest(out), out, workers=1, plot=False, log=lambda s: None)
+    assert (r.ran, r.skipped, r.ok) == (1, 1, True)
+    assert not (out / bad["dir"] / "failed.json").exists()
+
+
+def load_spec_from_manifest(out: Path) -> SweepSpec:
+    return SweepSpec.from_dict(json.loads((out / "sweep.json").read_text())["spec"])
+
+
+def test_kill_mid_sweep_then_resume(tmp_path, count_runs):
+    """A real process killed (SIGKILL) after its first cell finished: nothing finished is lost or
+    recomputed, the partial cell is redone, the stale lock is taken over."""
+    out = tmp_path / "sw"
+    cmd = [sys.executable, "-m", "mibench.cli", "sweep", "--task", "gaussian", "--set", "dim=2", "--estimator",
+           "smile", "--seeds", "0-2", "--steps", "200", "--hidden", "8", "--layers", "0", "--batch-size", "16",
+           "--mi", "2", "--device", "cpu", "--workers", "1", "--no-plot", "--no-leaderboard", "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.time() + 90
+        done = []
+        while time.time() < deadline and proc.poll() is None:
+            done = [d for d in out.glob("gaussian_*") if is_complete(d)]
+            if done:
+                break
+            time.sleep(0.05)
+        assert done, "no cell finished in time"
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    assert (out / ".sweep.lock").exists()          # the dead driver's lock
+    finished = {d.name: (d / "summary.csv").stat().st_mtime_ns for d in out.glob("gaussian_*") if is_complete(d)}
+    assert 1 <= len(finished) < 3
+    spec = SweepSpec.from_dict({"tasks": [{"task": "gaussian", "params": {"dim": 2}}], "estimators": "smile",
+                                "seeds": "0-2", "steps": 200, "hidden": 8, "layers": 0, "batch_size": 16, "mi": 2,
+                                "device": "cpu"})
+    spec.name = json.loads((out / "sweep.json").read_text())["name"]
+    report = run_sweep(spec, out, workers=1, plot=False, log=lambda s: None)
+    assert report.ok and report.skipped == len(finished) and report.ran == 3 - len(finished)
+    assert len(count_runs) == 3 - len(finished)
+    for name, mtime in finished.items():
+        assert (out / name / "summary.csv").stat().st_mtime_ns == mtime
+    assert all(is_complete(out / c.name) for c in spec.cells())
+    assert not (out / ".sweep.lock").exists()
+
+
+def test_local_process_pool(tmp_path):
+    out = tmp_path / "sw"
+    report = run_sweep(tiny(), out, workers=2, threads=1, plot=False, log=lambda s: None)
+    assert report.ok and report.ran == 2
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert manifest["workers"] == 2 and manifest["threads_per_worker"] == 1
+    assert all(c["status"] == "complete" for c in manifest["cells"])
+    for c in manifest["cells"]:
+        env = read_config(out / c["dir"])["environment"]
+        assert env["torch_threads"] == 1
+        assert c["pid"] != os.getpid()
