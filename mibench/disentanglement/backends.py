@@ -58,13 +58,15 @@ class MIBackend:
     fn: Callable[..., float]
 
     def mi(self, y, z, *, discrete_y: bool = False) -> float:
+        """I(y; z) in nats, clipped at 0 (MI is non-negative; KSG and held-out neural estimates of an
+        independent pair scatter below 0, which would inflate differences such as UniBound's)."""
         y2 = as_2d(y, "y")
         if isinstance(z, GaussianPosterior):
             check_same_rows(y=y2, z=z.samples)
         else:
             z = as_2d(z, "z")
             check_same_rows(y=y2, z=z)
-        return float(self.fn(y2, z, discrete_y=bool(discrete_y)))
+        return max(0.0, float(self.fn(y2, z, discrete_y=bool(discrete_y))))
 
     def __str__(self) -> str:
         return self.name

@@ -40,18 +40,18 @@ DEFAULT_N, DEFAULT_SIGMA, DEFAULT_K, DEFAULT_SEED = 2000, 0.1, 5, 0
 #   histogram  mig 0.601/0.021, dcimig 0.602/0.018  (20 bins cap the 2.31-nat pairwise MI at ~1.7)
 #   gaussian   mig, unibound, u_*, c_*, dcimig 0.011/0.010; r_* 0.002/0.006; minimality_mi 0.007/0.025
 #   posterior  as gaussian (0.010/0.010; r_* 0.003/0.006; minimality_mi 0.011/0.025)
-#   ksg        mig 0.037/0.018, dcimig 0.019/0.017, minimality_mi 0.166/0.053, unibound 0.569/0.017,
+#   ksg        mig 0.037/0.018, dcimig 0.020/0.017, minimality_mi 0.166/0.053, unibound 0.569/0.015,
 #              r_upper 0.537/0.010, u_upper 1.638/0.009, r_lower 1.670/0.019, u_upper_unclipped
-#              2.217/0.007, c_lower 2.212/0.010, c_upper 2.213/0.008 (I(y_k; z) in 6-11 dimensions is
+#              2.222/0.007, c_lower 2.218/0.009, c_upper 2.213/0.008 (I(y_k; z) in 6-11 dimensions is
 #              underestimated by up to 2.2 nats at n = 2000: the bounds that need it are unusable)
-# tolerance = max over cases of |mean| + 4 sd, rounded up to 0.01.
+# tolerance = max over cases of |mean| + 4 sd, rounded up to 0.01.  (Back-end MI estimates are clipped at 0.)
 _GAUSSIAN_LIKE = {"mig": 0.05, "unibound": 0.05, "u_upper": 0.05, "u_upper_unclipped": 0.05, "r_lower": 0.03,
                   "r_upper": 0.03, "c_lower": 0.05, "c_upper": 0.05, "dcimig": 0.05}
 TOLERANCES: dict[str, dict[str, float]] = {
     "histogram": {"mig": 0.68, "dcimig": 0.68},
     "gaussian": {**_GAUSSIAN_LIKE, "minimality_mi": 0.11},
     "posterior": {**_GAUSSIAN_LIKE, "minimality_mi": 0.12},
-    "ksg": {"mig": 0.11, "unibound": 0.62, "u_upper": 1.66, "u_upper_unclipped": 2.23, "r_lower": 1.73,
+    "ksg": {"mig": 0.11, "unibound": 0.62, "u_upper": 1.66, "u_upper_unclipped": 2.24, "r_lower": 1.73,
             "r_upper": 0.55, "c_lower": 2.25, "c_upper": 2.24, "dcimig": 0.09, "minimality_mi": 0.37},
 }
 
