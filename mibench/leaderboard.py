@@ -328,8 +328,12 @@ def provenance(col: Collection, board, command: str | None = None) -> dict:
                       if r.config.get("task_info", {}).get("data_source")})
     sweeps = []
     for d, m in sorted(col.manifests.items()):
+        walls = [i["wall_seconds"] for i in m.get("invocations", []) if i.get("wall_seconds") is not None]
         sweeps.append({"dir": str(d), "name": m.get("name"), "preset": m.get("preset"),
                        "command": m.get("command"), "status": m.get("status"), "counts": m.get("counts"),
+                       "cells": len(m.get("cells", [])), "backend": m.get("backend"), "workers": m.get("workers"),
+                       "threads_per_worker": m.get("threads_per_worker"),
+                       "wall_seconds": round(sum(walls), 1) if walls else None,
                        "description": (m.get("spec") or {}).get("description")})
     walls = [r.config.get("wall_seconds") for r in col.runs if r.config.get("wall_seconds") is not None]
     return {
@@ -380,8 +384,15 @@ def to_markdown(board, meta: dict | None = None, title: str = "MI estimator lead
         lines.append("")
         for sw in meta.get("sweeps", []):
             if sw.get("command") or sw.get("preset"):
+                how = f"{sw.get('cells')} cells, {sw.get('backend')} backend"
+                if sw.get("workers"):
+                    how += f", {sw['workers']} workers x {sw.get('threads_per_worker')} threads"
+                if sw.get("wall_seconds"):
+                    how += f", {sw['wall_seconds']:.0f} s wall"
                 lines.append(f"- sweep `{sw.get('name')}`" + (f" (preset `{sw['preset']}`)" if sw.get("preset") else "")
-                             + (f": `{sw['command']}`" if sw.get("command") else ""))
+                             + (f": `{sw['command']}`" if sw.get("command") else "") + f" ({how})")
+                if sw.get("description"):
+                    lines.append(f"  - {sw['description']}")
         for label, key in (("steps", "steps"), ("seeds", "seeds"), ("MI schedule (bits)", "schedules"),
                            ("device", "devices"), ("torch", "torch"), ("torch threads per run", "torch_threads"),
                            ("data", "data_sources")):
