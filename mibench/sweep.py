@@ -508,6 +508,8 @@ def execute_cell(config: dict, out_dir: str, threads: int | None = None, plot: b
         res = run(RunConfig(**config), out_dir=target, progress=False, plot=plot)
         result.update(status="complete", diverged=dict(res.diverged))
     except Exception as exc:   # recorded, not fatal: the sweep goes on
+        while isinstance(exc, UnboundLocalError) and exc.__context__ is not None:
+            exc = exc.__context__  # an error raised while cleaning up hides the real one
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         result.update(status="failed", error=f"{type(exc).__name__}: {msg}".rstrip(": "),
                       traceback=traceback.format_exc())

@@ -40,7 +40,7 @@ def _sweep_parser(sub) -> None:
                "2 usage error, 130 interrupted")
     p.add_argument("config", nargs="?", help="sweep config file (.toml or .yaml)")
     g = p.add_argument_group("presets (the paper's studies, §5.1-5.6)")
-    g.add_argument("--preset", help="critics | depth | estimators | ds | dr | nuisance | smoke")
+    g.add_argument("--preset", help="study preset: critics, depth, estimators, ds, dr, nuisance, smoke, ... (--list-presets)")
     form = g.add_mutually_exclusive_group()
     form.add_argument("--quick", dest="form", action="store_const", const="quick",
                       help="reduced CPU form (default)")

@@ -188,6 +188,17 @@ def test_failed_cell_is_recorded_not_fatal(tmp_path, monkeypatch, capsys):
     assert not (out / bad["dir"] / "failed.json").exists()
 
 
+def test_training_error_is_reported_with_its_real_cause(tmp_path, monkeypatch):
+    def boom(*a, **k):
+        raise RuntimeError("NaN in the optimizer (simulated)")
+
+    monkeypatch.setattr(mibench.harness, "_train", boom)
+    out = tmp_path / "sw"
+    report = run_sweep(tiny(seeds=[0]), out, workers=1, plot=False, log=lambda s: None)
+    assert report.failed and "RuntimeError: NaN in the optimizer" in report.results[report.failed[0]].error
+    assert read_config(out / report.failed[0])["status"] == "failed"
+
+
 def load_spec_from_manifest(out: Path) -> SweepSpec:
     return SweepSpec.from_dict(json.loads((out / "sweep.json").read_text())["spec"])
 
