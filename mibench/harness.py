@@ -177,6 +177,7 @@ def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True,
         results.write_json(out / "config.json", config)
 
     t0 = time.perf_counter()
+    status = "failed"
     try:
         estimates, diverged = _train(cfg, task, schedule, critics, heads, device, progress)
         status = "complete"

@@ -113,3 +113,19 @@ def test_stacked_engine_reproduces_sequential_training():
     np.testing.assert_allclose(stk.estimates, seq.estimates, atol=2e-3)
     with pytest.raises(MibenchError, match="joint critic only"):
         run(RunConfig(engine="stacked", **dict(kw, critic="separable")))
+
+
+class _Broken(GaussianTask):
+    def sample(self, batch_size, mi_bits, generator):
+        raise RuntimeError("sampler exploded")
+
+
+def test_a_crash_marks_the_run_failed_and_keeps_the_cause(tmp_path):
+    TASKS.add("test-broken", "test only", lambda device="cpu": _Broken(dim=2, device=device))
+    try:
+        with pytest.raises(RuntimeError, match="sampler exploded"):
+            run(RunConfig(task="test-broken", estimators="nwj", steps=5, hidden=8, layers=0, batch_size=4,
+                          device="cpu"), out_dir=tmp_path / "r")
+        assert json.loads((tmp_path / "r" / "config.json").read_text())["status"] == "failed"
+    finally:
+        TASKS._entries.pop("test-broken")
