@@ -151,3 +151,40 @@ def test_flows_on_vectors_and_mixed_shapes():
     task = make_task("gaussian", dim=6, transform="maf")
     x, y = task.sample(5, 1.0, torch.Generator().manual_seed(0))
     assert x.shape == (5, 6) and task.info()["truth_kind"] == "exact"
+
+
+def test_layer_study_table_and_plot(tiny_vision, tmp_path):
+    """Runs with --transform resnet --layer ... -> resnet_layers.csv / .png with truth and accuracies."""
+    import mibench.encoders.resnet as R
+    from mibench.encoders.study import run_layer_study
+    from mibench.harness import RunConfig, run
+
+    old = (R.DEFAULT_STEPS, R.DEFAULT_WIDTH, R.DEFAULT_EVAL_N)
+    R.DEFAULT_STEPS, R.DEFAULT_WIDTH, R.DEFAULT_EVAL_N = 2, 4, 32
+    try:
+        for layer in (None, "stem", "pool"):
+            params = {"layout": "1x1x2", "side": 16, "n_per_class": 200}
+            if layer:
+                params.update(transform="resnet", layer=layer)
+            cfg = RunConfig(task="vision", task_params=params, estimators=["infonce"], hidden=8, layers=1,
+                            steps=10, batch_size=8, mi=1, device="cpu", log_every=5)
+            run(cfg, out_dir=tmp_path / "sweep" / f"r_{layer}", plot=False)
+        csv, png = run_layer_study([tmp_path / "sweep"], tmp_path / "out", n_probe=64)
+    finally:
+        R.DEFAULT_STEPS, R.DEFAULT_WIDTH, R.DEFAULT_EVAL_N = old
+    import pandas as pd
+
+    df = pd.read_csv(csv)
+    assert list(df["layer"]) == ["raw", "stem", "pool"] and png.is_file()
+    assert {"true_mi", "truth_kind", "resnet_source_accuracy", "linear_probe_accuracy", "feature_shape"} <= set(df.columns)
+    assert df.loc[df.layer == "stem", "feature_shape"].item() == "4x16x16"
+
+
+def test_encoder_presets_expand():
+    sweep = pytest.importorskip("mibench.sweep")
+    from mibench.encoders.presets import PRESETS
+
+    for name, p in PRESETS.items():
+        for form in ("quick", "full"):
+            cells = sweep.SweepSpec.from_dict({**p[form], "name": name}).cells()
+            assert cells and all(c.config["task"] in ("vision", "text") for c in cells)

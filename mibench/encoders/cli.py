@@ -1,5 +1,5 @@
 """``mibench encoders``: list the transforms, (re)train the ResNet used by ``--transform resnet``,
-check invertibility numerically."""
+check invertibility numerically, and tabulate / plot the ResNet layer study."""
 from __future__ import annotations
 
 import json
@@ -35,6 +35,14 @@ def register_cli(sub) -> None:
     cp.add_argument("--ds", type=int, default=None)
     cp.add_argument("--n", type=int, default=64, help="samples checked")
     cp.set_defaults(func=cmd_check)
+    sp = esub.add_parser("layer-study", help="Figure-6-style table and plot of estimated MI per ResNet layer",
+                         description="From a resnet-layers sweep (mibench sweep --preset resnet-layers): write "
+                                     "resnet_layers.csv (estimate, truth bound, decoder and linear-probe accuracy "
+                                     "per layer and estimator) and resnet_layers.png.")
+    sp.add_argument("runs", nargs="+", help="sweep or run directories")
+    sp.add_argument("-o", "--out", default=".", help="output directory (default .)")
+    sp.add_argument("--no-probes", action="store_true", help="skip the per-layer linear probes")
+    sp.set_defaults(func=cmd_layer_study)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
@@ -103,4 +111,12 @@ def cmd_check(args) -> int:
         err64 = reconstruction_error(enc.double(), x.double())
         print(f"{e.name:<8} {task.name} {tuple(shape)}: max|g^-1(g(x)) - x| = {err32:.2e} (float32), "
               f"{err64:.2e} (float64)", file=sys.stdout)
+    return 0
+
+
+def cmd_layer_study(args) -> int:
+    from .study import run_layer_study
+
+    for path in run_layer_study(args.runs, args.out, probes=not args.no_probes):
+        print(f"wrote {path}")
     return 0
