@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Reproduce the committed studies (CPU quick sizes; see README.md).  Each study is one resumable
+# sweep under results/sweeps/studies-<study> (not committed), then its leaderboard CSV/Markdown
+# and figure under results/studies/.  Usage: results/studies/run_studies.sh [STUDY ...]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export MIBENCH_DATA="${MIBENCH_DATA:-../shared/data}"
+WORKERS="${WORKERS:-2}"; THREADS="${THREADS:-1}"
+studies=("$@"); [ ${#studies[@]} -eq 0 ] && studies=(encoders resnet-layers estimators nuisance ds critics depth dr)
+for s in "${studies[@]}"; do
+  t0=$(date +%s)
+  case "$s" in
+    encoders)      nice -n 5 python -m mibench.cli sweep --preset encoders --quick --out results/sweeps/studies-encoders \
+                     --workers "$WORKERS" --threads "$THREADS" --no-leaderboard --no-plot ;;
+    resnet-layers) nice -n 5 python -m mibench.cli encoders train-resnet --layout 1x2x2 --side 16
+                   nice -n 5 python -m mibench.cli sweep --preset resnet-layers --quick --out results/sweeps/studies-resnet-layers \
+                     --workers "$WORKERS" --threads "$THREADS" --no-leaderboard --no-plot ;;
+    *)             nice -n 5 python -m mibench.cli sweep "results/studies/$s.toml" --out "results/sweeps/studies-$s" \
+                     --workers "$WORKERS" --threads "$THREADS" --no-leaderboard --no-plot ;;
+  esac
+  t1=$(date +%s)
+  mkdir -p "results/studies/$s"
+  python -m mibench.cli leaderboard "results/sweeps/studies-$s" -o "results/studies/$s/leaderboard.csv" \
+    --title "study $s (CPU quick size)"
+  if [ "$s" = resnet-layers ]; then
+    nice -n 5 python -m mibench.cli encoders layer-study results/sweeps/studies-resnet-layers -o results/studies
+  else
+    python results/studies/make_figures.py "$s"
+  fi
+  echo "$s,$((t1 - t0))" >> results/studies/wall_seconds.csv
+done
