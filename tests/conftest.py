@@ -27,3 +27,19 @@ def gaussian_pair():
         return x.double(), y.double(), gaussian_rho(dim, mi_bits), dim
 
     return make
+
+
+@pytest.fixture(scope="module")
+def isolated_cache(tmp_path_factory):
+    """A private, empty MIBENCH_CACHE for a test module, and one torch thread (on a shared 2-core
+    box one thread is faster than two contended ones); both restored afterwards."""
+    old = os.environ.get("MIBENCH_CACHE")
+    os.environ["MIBENCH_CACHE"] = str(tmp_path_factory.mktemp("mibench-cache"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+    if old is None:
+        os.environ.pop("MIBENCH_CACHE", None)
+    else:
+        os.environ["MIBENCH_CACHE"] = old

@@ -26,18 +26,8 @@ needs_full = pytest.mark.skipif(not HAVE_FULL, reason="set MIBENCH_DATA to the f
 IMAGES = str(FULL) if HAVE_FULL else "embedded"   # vision tests use the full data when present
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _isolated_cache(tmp_path_factory):
-    old = os.environ.get("MIBENCH_CACHE")
-    os.environ["MIBENCH_CACHE"] = str(tmp_path_factory.mktemp("mibench-cache"))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a shared 2-core box: one thread is faster than two contended ones
-    yield
-    torch.set_num_threads(threads)
-    if old is None:
-        os.environ.pop("MIBENCH_CACHE", None)
-    else:
-        os.environ["MIBENCH_CACHE"] = old
+# every test here runs with an empty, private mibench cache (see conftest.isolated_cache)
+pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 
 @pytest.fixture(scope="module")
