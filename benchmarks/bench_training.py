@@ -55,20 +55,12 @@ class NaiveSampler:
         if t.name == "vision":
             return self.impl.sample(k, mi_bits)
         if t.name == "text":
+            from bench_vision_sampler import draw_sources
+
             beta = t.crossover(mi_bits)
             xs, ys = [], []
             for _ in range(k):
-                bx, by = [], []
-                for _ in range(t.ds):
-                    c = int(self.rng.random() < 0.5)
-                    c2 = c ^ int(self.rng.random() < beta)
-                    pool = self.by_class[c]
-                    i = int(self.rng.integers(len(pool)))
-                    j = int(self.rng.integers(len(self.by_class[c2])))
-                    while c2 == c and j == i:
-                        j = int(self.rng.integers(len(pool)))
-                    bx.append(pool[i])
-                    by.append(self.by_class[c2][j])
+                bx, by = draw_sources(self.rng, self.by_class, t.ds, beta)
                 xs.append(np.concatenate(bx))
                 ys.append(np.concatenate(by))
             return torch.from_numpy(np.stack(xs)).float(), torch.from_numpy(np.stack(ys)).float()

@@ -66,20 +66,27 @@ class PerSampleSampler:
         beta = self.task.crossover(mi_bits)
         xs, ys = [], []
         for _ in range(batch_size):
-            dx, dy = [], []
-            for _ in range(self.ds):
-                c = int(self.rng.random() < 0.5)
-                c2 = c ^ int(self.rng.random() < beta)
-                pool = self.by_class[c]
-                i = int(self.rng.integers(len(pool)))
-                j = int(self.rng.integers(len(self.by_class[c2])))
-                while c2 == c and j == i:
-                    j = int(self.rng.integers(len(pool)))
-                dx.append(pool[i])
-                dy.append(self.by_class[c2][j])
+            dx, dy = draw_sources(self.rng, self.by_class, self.ds, beta)
             xs.append(self._canvas(dx))
             ys.append(self._canvas(dy))
         return torch.from_numpy(np.stack(xs)), torch.from_numpy(np.stack(ys))
+
+
+def draw_sources(rng, by_class, ds: int, beta: float):
+    """One sample's items, the obvious way: per source a fair class, its BSC flip for Y, and
+    two different items (X's and Y's)."""
+    dx, dy = [], []
+    for _ in range(ds):
+        c = int(rng.random() < 0.5)
+        c2 = c ^ int(rng.random() < beta)
+        pool = by_class[c]
+        i = int(rng.integers(len(pool)))
+        j = int(rng.integers(len(by_class[c2])))
+        while c2 == c and j == i:
+            j = int(rng.integers(len(pool)))
+        dx.append(pool[i])
+        dy.append(by_class[c2][j])
+    return dx, dy
 
 
 def rate(fn, seconds: float) -> tuple[float, int]:
