@@ -180,14 +180,9 @@ def main(argv=None) -> int:
     m0 = rss_mb()
     cfg = RunConfig(task="gaussian", estimators=PAPER_ESTIMATORS, steps=args.memory_steps, device="cpu", log_every=100)
     t0 = time.perf_counter()
-    marks = []
-    orig = torch.Tensor.cpu
-
     res = run(cfg)
-    marks.append(rss_mb())
-    print(f"RSS before {m0:.0f} MB, after {marks[-1]:.0f} MB; wall {time.perf_counter() - t0:.1f} s "
+    print(f"RSS before {m0:.0f} MB, after {rss_mb():.0f} MB; wall {time.perf_counter() - t0:.1f} s "
           f"({res.config['steps_per_second']} steps/s for all 8)")
-    del orig
     return 0
 
 
