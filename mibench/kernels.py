@@ -2,8 +2,8 @@
 
 On x86 CPUs PyTorch sends fp32 ``mm``/``linear`` to MKL, which on AMD processors takes a slower
 code path (about 185 GFLOP/s on this project's 2-core EPYC) while oneDNN's kernels reach about
-390 GFLOP/s.  :func:`linear` routes the forward GEMM and both backward GEMMs of a (fused
-bias + ReLU) linear layer through oneDNN on CPU fp32 tensors; everywhere else (CUDA, other
+390 GFLOP/s.  :func:`linear` routes the forward GEMM (with fused bias) and both backward GEMMs
+of a linear(+ReLU) layer through oneDNN on CPU fp32 tensors; everywhere else (CUDA, other
 dtypes, builds without oneDNN, or ``MIBENCH_KERNELS=aten``) it is plain ``F.linear``.  Both paths
 compute the same function; ``tests/test_kernels.py`` checks values and gradients against aten.
 """
@@ -43,7 +43,10 @@ def _dnn(x, w, b, act: str):
 class _OneDNNLinear(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, relu: bool):
-        out = _dnn(x, weight, bias, "relu" if relu else "none")
+        out = _dnn(x, weight, bias, "none")
+        if relu:
+            # not oneDNN's fused ReLU post-op: it maps NaN to 0, which would hide a diverged critic
+            out = out.relu_()
         ctx.relu = relu
         ctx.save_for_backward(x, weight, out if relu else None)
         return out

@@ -42,3 +42,15 @@ def test_strided_operands_take_the_aten_path(monkeypatch):
         kernels.linear(torch.randn(3, 10), w[:, :10].contiguous(), None)
         kernels.linear(torch.randn(3, 8), w[:, :8].t().contiguous().t(), None)
         assert len(calls) == 2
+
+
+@pytest.mark.parametrize("relu", [False, True])
+def test_non_finite_inputs_stay_non_finite(relu):
+    """NaN must propagate like aten (oneDNN's fused ReLU post-op would turn it into 0 and hide a
+    diverged critic)."""
+    x = torch.tensor([[float("nan"), 1.0], [float("inf"), 1.0], [1.0, 2.0]])
+    w, b = torch.ones(3, 2), torch.zeros(3)
+    out = kernels.linear(x, w, b, relu)
+    ref = torch.nn.functional.linear(x, w, b)
+    ref = torch.relu(ref) if relu else ref
+    assert torch.equal(out.isnan(), ref.isnan()) and torch.equal(out.isinf(), ref.isinf())
