@@ -32,6 +32,10 @@ STUDIES = {
     "critics": ("critic", "bar", "critic"),
     "depth": ("layers", "line", "critic depth (hidden layers)"),
     "dr": ("dr", "line", "representation dimension dr"),
+    "encoders_long": ("transform", "bar", "encoder g applied to X and Y"),
+    "estimators_long": ("estimator", "bar", "estimator"),
+    "nuisance_long": ("nuisance", "line", "nuisance strength η"),
+    "ds_long": ("ds", "line", "number of information sources ds"),
 }
 TRANSFORM_ORDER = ["none", "realnvp", "maf", "irevnet"]
 
@@ -128,10 +132,10 @@ def figure(study: str) -> Path:
         fig.legend(handles, labels, loc="center right", fontsize=8, title="estimator")
     steps = sorted(df["steps"].unique())
     seeds = sorted(df["n_seeds"].unique())
-    fig.suptitle(f"{study}: true MI (black) vs estimates (last 50% of steps) · joint critic unless varied · "
-                 f"{'/'.join(map(str, steps))} steps · {'/'.join(map(str, seeds))} seed(s) · CPU quick size",
-                 fontsize=10)
-    fig.tight_layout(rect=(0, 0, 0.88 if handles else 1, 0.96))
+    fig.suptitle(f"{study}: true MI (black) vs estimates, last 50% of steps\n"
+                 f"joint critic unless varied · {'/'.join(map(str, steps))} steps · "
+                 f"{'/'.join(map(str, seeds))} seed(s) · CPU", fontsize=10)
+    fig.tight_layout(rect=(0, 0, (0.88 if len(tasks) > 1 else 0.8) if handles else 1, 0.93))
     out = HERE / f"{study}.png"
     fig.savefig(out)
     plt.close(fig)

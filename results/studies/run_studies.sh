@@ -6,14 +6,14 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export MIBENCH_DATA="${MIBENCH_DATA:-../shared/data}"
 WORKERS="${WORKERS:-2}"; THREADS="${THREADS:-1}"
-studies=("$@"); [ ${#studies[@]} -eq 0 ] && studies=(encoders resnet-layers estimators nuisance ds critics depth dr)
+studies=("$@"); [ ${#studies[@]} -eq 0 ] && studies=(encoders resnet-layers estimators nuisance ds critics depth dr encoders_long estimators_long nuisance_long ds_long)
 for s in "${studies[@]}"; do
   t0=$(date +%s)
   case "$s" in
     encoders)      nice -n 5 python -m mibench.cli sweep --preset encoders --quick --out results/sweeps/studies-encoders \
                      --workers "$WORKERS" --threads "$THREADS" --no-leaderboard --no-plot ;;
     resnet-layers) nice -n 5 python -m mibench.cli encoders train-resnet --layout 1x2x2 --side 16
-                   nice -n 5 python -m mibench.cli sweep --preset resnet-layers --quick --out results/sweeps/studies-resnet-layers \
+                   nice -n 5 python -m mibench.cli sweep --preset resnet-layers --quick --seeds 0,1 --out results/sweeps/studies-resnet-layers \
                      --workers "$WORKERS" --threads "$THREADS" --no-leaderboard --no-plot ;;
     *)             nice -n 5 python -m mibench.cli sweep "results/studies/$s.toml" --out "results/sweeps/studies-$s" \
                      --workers "$WORKERS" --threads "$THREADS" --no-leaderboard --no-plot ;;
@@ -27,5 +27,6 @@ for s in "${studies[@]}"; do
   else
     python results/studies/make_figures.py "$s"
   fi
+  [ -f results/studies/wall_seconds.csv ] || echo "study,wall_seconds" > results/studies/wall_seconds.csv
   echo "$s,$((t1 - t0))" >> results/studies/wall_seconds.csv
 done
