@@ -269,9 +269,10 @@ def _train(cfg, task, schedule, critics, heads, device, progress):
                     host[e, first:] = np.nan
                     active.remove(e)
             if bar is not None:
-                bar.update(step + 1 - start)
                 bar.set_postfix({"true": f"{levels[step]:g}",
-                                 **{cfg.estimators[e][:9]: f"{host[e, step]:.2f}" for e in active[:4]}})
+                                 **{cfg.estimators[e][:9]: f"{host[e, step]:.2f}" for e in active[:4]}},
+                                refresh=False)
+                bar.update(step + 1 - start)
             start = step + 1
             if not active:
                 break
