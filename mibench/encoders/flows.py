@@ -56,7 +56,21 @@ class AffineCoupling(nn.Module):
         return z[:, self.inv_perm]
 
 
-class RealNVP(Encoder):
+class FlowStack(Encoder):
+    """A composition of invertible layers (each with ``forward`` and ``inverse``)."""
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+    def inverse(self, z):
+        for layer in reversed(self.layers):
+            z = layer.inverse(z)
+        return z
+
+
+class RealNVP(FlowStack):
     name = "realnvp"
     invertible = True
 
@@ -68,16 +82,6 @@ class RealNVP(Encoder):
                                     for _ in range(n_layers))
         fixed_init(self, seed)
         self.n_layers, self.hidden, self.seed = n_layers, hidden, seed
-
-    def forward(self, x):
-        for layer in self.layers:
-            x = layer(x)
-        return x
-
-    def inverse(self, z):
-        for layer in reversed(self.layers):
-            z = layer.inverse(z)
-        return z
 
     def info(self):
         return {**super().info(), "architecture": f"RealNVP: {self.n_layers} affine couplings (random permutation, "
@@ -136,7 +140,7 @@ class MADE(nn.Module):
         return x
 
 
-class MAF(Encoder):
+class MAF(FlowStack):
     name = "maf"
     invertible = True
 
@@ -148,16 +152,6 @@ class MAF(Encoder):
                                     for _ in range(n_layers))
         fixed_init(self, seed)
         self.n_layers, self.hidden, self.seed = n_layers, hidden, seed
-
-    def forward(self, x):
-        for layer in self.layers:
-            x = layer(x)
-        return x
-
-    def inverse(self, z):
-        for layer in reversed(self.layers):
-            z = layer.inverse(z)
-        return z
 
     def info(self):
         return {**super().info(), "architecture": f"MAF: {self.n_layers} MADE layers (random order each, masked MLP "
