@@ -39,15 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _terminate(signum, frame):
-    raise KeyboardInterrupt  # same clean path as Ctrl-C: runs record status "interrupted"
-
-
 def main(argv: list[str] | None = None) -> int:
-    import signal
-
-    if threading_main():
-        signal.signal(signal.SIGTERM, _terminate)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -61,12 +53,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mibench: interrupted", file=sys.stderr)
         return 130
-
-
-def threading_main() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 if __name__ == "__main__":
