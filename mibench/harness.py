@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from . import __version__
-from .kernels import kernel_name
+from .kernels import kernel_name, make_adam
 from .critics import DEFAULT_EMBED, DEFAULT_HIDDEN, DEFAULT_LAYERS, make_critic
 from .errors import MibenchError
 from .estimators import make_estimator, resolve_estimators
@@ -128,6 +128,13 @@ def environment(device: torch.device) -> dict:
     env = {"mibench": __version__, "torch": torch.__version__, "numpy": np.__version__,
            "python": sys.version.split()[0], "platform": platform.platform(), "device": str(device),
            "torch_threads": torch.get_num_threads(), "kernels": kernel_name(device)}
+    if device.type == "cpu":
+        from . import kernels
+
+        env["allocator"] = kernels.tune_cpu_allocator()
+        if env["kernels"] == "onednn":
+            env["grad_weight_matmul"] = ("oneDNN matmul, transposed operands in place (probed fp32)"
+                                         if kernels._strided_mm_is_fp32() else "oneDNN linear, transposed copy")
     if device.type == "cuda":
         env["device_name"] = torch.cuda.get_device_name(device)
     else:
@@ -231,7 +238,7 @@ def _train(cfg, task, schedule, critics, heads, device, progress):
         stacked = StackedJointCritics(critics).to(device)
         critics = [stacked]
     params = [p for m in (*critics, *heads) for p in m.parameters()]
-    optimizer = torch.optim.Adam(params, lr=cfg.lr) if params else None
+    optimizer = make_adam(params, cfg.lr) if params else None
     generator = torch.Generator(device=device).manual_seed(cfg.seed)
     levels = schedule.true_mi()
     buffer = torch.full((n_est, steps), float("nan"), device=device)
@@ -249,15 +256,23 @@ def _train(cfg, task, schedule, critics, heads, device, progress):
     start = 0
     for step in range(steps):
         x, y = task.sample(cfg.batch_size, float(levels[step]), generator)
-        total = None
-        all_scores = stacked(x, y) if stacked is not None else None
-        for e in active:
-            loss, est = heads[e](all_scores[e] if stacked is not None else critics[e](x, y))
-            buffer[e, step] = est
-            total = loss if total is None else total + loss
-        if optimizer is not None and total is not None and total.requires_grad:
+        if optimizer is not None:
             optimizer.zero_grad(set_to_none=True)
-            total.backward()
+        if stacked is not None:
+            all_scores, total = stacked(x, y), None
+            for e in active:
+                loss, buffer[e, step] = heads[e](all_scores[e])
+                total = loss if total is None else total + loss
+            if total is not None and total.requires_grad:
+                total.backward()
+        else:
+            # each critic's backward right after its forward: its activations are freed (and their
+            # memory reused, warm in cache, by the next critic) before the next forward
+            for e in active:
+                loss, buffer[e, step] = heads[e](critics[e](x, y))
+                if loss.requires_grad:
+                    loss.backward()
+        if optimizer is not None:
             optimizer.step()
         if step + 1 - start >= block or step + 1 == steps:
             host[:, start:step + 1] = nats_to_bits(buffer[:, start:step + 1].double().cpu().numpy())

@@ -33,9 +33,9 @@ def test_joint_split_first_layer_equals_concatenation(dx, dy):
 def test_depth_convention():
     c = make_critic("joint", 5, 5)  # defaults: 2 hidden layers of 256
     relus = [m for m in c.net if isinstance(m, torch.nn.ReLU)]
-    linears = [m for m in c.net if isinstance(m, torch.nn.Linear)]
+    linears = [m for m in c.net if hasattr(m, "weight")]
     assert len(relus) == 3 and len(linears) == 4
-    assert all(m.out_features == 256 for m in linears[:-1]) and linears[-1].out_features == 1
+    assert all(m.weight.shape[0] == 256 for m in linears[:-1]) and linears[-1].weight.shape[0] == 1
     deeper = make_critic("joint", 5, 5, layers=4, hidden=64)
     assert sum(isinstance(m, torch.nn.ReLU) for m in deeper.net) == 5
 
@@ -53,3 +53,17 @@ def test_bad_critic_requests():
     with pytest.raises(MibenchError, match="positive"):
         make_critic("joint", 3, 3, hidden=0)
     assert set(CRITICS.names()) == {"inner", "bilinear", "separable", "joint"}
+
+
+def test_split_first_layer_is_the_concatenated_layer():
+    # W_x, W_y are the two column blocks of the nn.Linear(dx + dy, h) the MLP would have drawn
+    from mibench.critics.mlp import mlp
+
+    torch.manual_seed(3)
+    c = make_critic("joint", 5, 7, hidden=16, layers=1)
+    torch.manual_seed(3)
+    ref = mlp(12, 16, 1, 1)
+    first = c.net[0]
+    assert first.weight_x.is_contiguous() and first.weight_y.is_contiguous()
+    assert torch.equal(first.weight, ref[0].weight) and torch.equal(first.bias, ref[0].bias)
+    assert all(torch.equal(a, b) for a, b in zip(list(c.parameters())[3:], list(ref.parameters())[2:]))

@@ -54,3 +54,30 @@ def test_non_finite_inputs_stay_non_finite(relu):
     ref = torch.nn.functional.linear(x, w, b)
     ref = torch.relu(ref) if relu else ref
     assert torch.equal(out.isnan(), ref.isnan()) and torch.equal(out.isinf(), ref.isinf())
+
+
+@pytest.mark.skipif(not kernels.ONEDNN, reason="oneDNN linear not available in this torch build")
+@pytest.mark.parametrize("strided", [False, True])
+def test_grad_weight_routes_match_aten(monkeypatch, strided):
+    monkeypatch.setattr(kernels, "_STRIDED_MM", strided)
+    torch.manual_seed(1)
+    g, x = torch.randn(4096, 256), torch.randn(4096, 256)
+    ref = (g.double().t() @ x.double()).float()
+    assert torch.allclose(kernels._grad_weight(g, x), ref, atol=1e-3, rtol=1e-4)
+
+
+def test_strided_route_restores_the_precision_flag():
+    before = torch.backends.mkldnn.matmul.fp32_precision
+    with pytest.raises(RuntimeError):
+        kernels._mm_via_onednn(torch.ones(2, 3), torch.ones(2, 3))   # shape mismatch
+    assert torch.backends.mkldnn.matmul.fp32_precision == before
+
+
+def test_strided_route_refused_when_it_is_not_fp32(monkeypatch):
+    """On CPUs where oneDNN really computes fp32 matmuls in bf16 (AMX), the probe must say no."""
+    monkeypatch.setattr(kernels, "_STRIDED_MM", None)
+    monkeypatch.setattr(kernels, "_mm_via_onednn", lambda a, b: a.bfloat16().float() @ b.bfloat16().float())
+    assert kernels._strided_mm_is_fp32() is False
+    monkeypatch.setattr(kernels, "_STRIDED_MM", None)
+    monkeypatch.setattr(kernels, "_mm_via_onednn", lambda a, b: a @ b)
+    assert kernels._strided_mm_is_fp32() is True

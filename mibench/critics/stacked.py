@@ -20,7 +20,7 @@ class StackedJointCritics(nn.Module):
         if not critics or not all(isinstance(c, JointCritic) for c in critics):
             raise TypeError("StackedJointCritics needs JointCritic instances")
         self.dim_x = critics[0].dim_x
-        linears = [[m for m in c.net if isinstance(m, nn.Linear)] for c in critics]
+        linears = [[m for m in c.net if hasattr(m, "weight")] for c in critics]
         n_layers = len(linears[0])
         self.weights = nn.ParameterList(
             nn.Parameter(torch.stack([lin[i].weight.detach() for lin in linears]).clone()) for i in range(n_layers))
