@@ -1,14 +1,11 @@
 """``mibench run`` and ``mibench list``."""
 from __future__ import annotations
 
-import argparse
-import math
 import re
 import sys
 import time
 from pathlib import Path
 
-from .errors import MibenchError
 
 #: task flags forwarded to the task factory when the user sets them (name -> type)
 TASK_FLAGS = {
@@ -35,6 +32,8 @@ def register_cli(sub) -> None:
     p.add_argument("--device", default="auto", help="auto | cpu | cuda (default auto)")
     p.add_argument("--burn-in", type=int, default=0, help="steps skipped at the start of each MI level in the metrics")
     p.add_argument("--engine", default="auto", help="several joint critics: sequential | stacked (one batched pass) | auto")
+    p.add_argument("--precision", default="fp32", help="critic arithmetic: fp32 (default) | bf16 (autocast, opt-in, "
+                   "~1.5x faster on CPUs with AVX512-BF16) | tf32 (CUDA matmuls)")
     p.add_argument("--out", default=None, help="run directory (default results/runs/<readable name>)")
     p.add_argument("--no-plot", action="store_true", help="skip staircase.png")
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
@@ -80,7 +79,7 @@ def cmd_run(args) -> int:
     cfg = RunConfig(task=args.task, task_params=task_params_from_args(args), estimators=args.estimator,
                     critic=args.critic, hidden=args.hidden, layers=args.layers, embed=args.embed, mi=args.mi,
                     steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed, device=args.device,
-                    burn_in=args.burn_in, engine=args.engine)
+                    burn_in=args.burn_in, engine=args.engine, precision=args.precision)
     prepared = prepare(cfg)
     cfg = prepared[0]
     out = Path(args.out) if args.out else Path("results") / "runs" / default_run_name(cfg)

@@ -12,6 +12,7 @@ estimate at every step.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import math
@@ -36,6 +37,12 @@ from .tasks.base import check_mi_request
 from .units import nats_to_bits
 
 
+#: critic arithmetic.  fp32 is the default and the reference; bf16 (torch.autocast: matmuls and
+#: activations in bfloat16, parameters, optimizer and estimator heads in fp32) and tf32 (CUDA matmuls
+#: only) are opt-in speed options whose effect on the estimates benchmarks/bench_precision.py reports.
+PRECISIONS = ("fp32", "bf16", "tf32")
+
+
 @dataclass
 class RunConfig:
     task: str = "gaussian"
@@ -54,6 +61,7 @@ class RunConfig:
     burn_in: int = 0
     log_every: int = 250
     engine: str = "auto"      # how several joint critics are evaluated: auto | sequential | stacked
+    precision: str = "fp32"   # critic arithmetic: fp32 | bf16 (autocast, opt-in) | tf32 (CUDA matmuls, opt-in)
 
     def resolved(self) -> "RunConfig":
         cfg = dataclasses.replace(self, estimators=resolve_estimators(self.estimators), task_params=dict(self.task_params))
@@ -65,6 +73,8 @@ class RunConfig:
             raise MibenchError(f"--burn-in must be >= 0, got {cfg.burn_in}")
         if cfg.engine not in ("auto", "sequential", "stacked"):
             raise MibenchError(f"--engine must be auto, sequential or stacked, got {cfg.engine!r}")
+        if cfg.precision not in PRECISIONS:
+            raise MibenchError(f"--precision must be one of {', '.join(PRECISIONS)}, got {cfg.precision!r}")
         if cfg.engine == "stacked" and cfg.critic.lower() not in ("joint", "concat"):
             raise MibenchError("--engine stacked is implemented for the joint critic only")
         return cfg
@@ -148,6 +158,8 @@ def prepare(cfg: RunConfig):
     cfg = cfg.resolved()
     device = resolve_device(cfg.device)
     schedule = parse_schedule(cfg.mi, cfg.steps)
+    if cfg.precision == "tf32" and device.type != "cuda":
+        raise MibenchError("--precision tf32 needs a CUDA device (on CPU use fp32, or bf16 as the reduced-precision option)")
     from .critics import CRITICS
 
     CRITICS.get(cfg.critic)
@@ -183,6 +195,8 @@ def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True,
     if out is not None:
         results.write_json(out / "config.json", config)
 
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
     t0 = time.perf_counter()
     status = "failed"
     try:
@@ -200,6 +214,7 @@ def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True,
     summary = summarize(task.name, cfg.critic, cfg.estimators, true_mi, estimates, cfg.burn_in)
     config.update(status="complete", diverged=diverged, wall_seconds=round(elapsed, 3),
                   steps_per_second=round(cfg.steps / elapsed, 2) if elapsed > 0 else None,
+                  peak_memory=peak_memory(device),
                   finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     result = RunResult(config, list(cfg.estimators), true_mi, estimates, summary, diverged, out)
     if out is not None:
@@ -212,6 +227,20 @@ def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True,
             plot_staircase(out / "staircase.png", cfg.estimators, true_mi, estimates, title, ceilings)
         results.write_json(out / "config.json", config)   # last: marks the directory complete
     return result
+
+
+def peak_memory(device: torch.device) -> dict:
+    """Peak resident memory of this process so far (MiB) and, on CUDA, the run's peak allocation."""
+    out = {}
+    try:
+        import resource
+
+        out["process_max_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    except ImportError:  # pragma: no cover (Windows)
+        pass
+    if device.type == "cuda":
+        out["cuda_max_allocated_mb"] = round(torch.cuda.max_memory_allocated(device) / 2**20, 1)
+    return out
 
 
 def _capacity_note(task) -> str:
@@ -230,7 +259,6 @@ def _ceiling_notes(ceilings: dict, levels) -> list[str]:
 
 
 def _train(cfg, task, schedule, critics, heads, device, progress):
-    n_est, steps = len(critics), cfg.steps
     stacked = None
     if choose_engine(cfg, device) == "stacked":
         from .critics.stacked import StackedJointCritics
@@ -238,6 +266,34 @@ def _train(cfg, task, schedule, critics, heads, device, progress):
         stacked = StackedJointCritics(critics).to(device)
         critics = [stacked]
     params = [p for m in (*critics, *heads) for p in m.parameters()]
+    with _precision(cfg.precision, device) as scores_of:
+        return _loop(cfg, task, schedule, critics, heads, device, progress, params, stacked, scores_of)
+
+
+@contextlib.contextmanager
+def _precision(precision: str, device: torch.device):
+    """Yield ``scores_of(critic, x, y)``: the critic's (K, K) scores, computed in ``precision`` and
+    handed to the estimator heads in fp32."""
+    if precision == "fp32":
+        yield lambda critic, x, y: critic(x, y)
+    elif precision == "bf16":
+        def scores_of(critic, x, y):
+            with torch.autocast(device.type, dtype=torch.bfloat16):
+                out = critic(x, y)
+            return out.float()
+
+        yield scores_of
+    else:   # tf32: CUDA matmuls with TensorFloat-32 inputs, restored afterwards
+        old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+        try:
+            yield lambda critic, x, y: critic(x, y)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+
+
+def _loop(cfg, task, schedule, critics, heads, device, progress, params, stacked, scores_of):
+    n_est, steps = len(heads), cfg.steps
     optimizer = make_adam(params, cfg.lr) if params else None
     generator = torch.Generator(device=device).manual_seed(cfg.seed)
     levels = schedule.true_mi()
@@ -259,7 +315,7 @@ def _train(cfg, task, schedule, critics, heads, device, progress):
         if optimizer is not None:
             optimizer.zero_grad(set_to_none=True)
         if stacked is not None:
-            all_scores, total = stacked(x, y), None
+            all_scores, total = scores_of(stacked, x, y), None
             for e in active:
                 loss, buffer[e, step] = heads[e](all_scores[e])
                 total = loss if total is None else total + loss
@@ -269,7 +325,7 @@ def _train(cfg, task, schedule, critics, heads, device, progress):
             # each critic's backward right after its forward: its activations are freed (and their
             # memory reused, warm in cache, by the next critic) before the next forward
             for e in active:
-                loss, buffer[e, step] = heads[e](critics[e](x, y))
+                loss, buffer[e, step] = heads[e](scores_of(critics[e], x, y))
                 if loss.requires_grad:
                     loss.backward()
         if optimizer is not None:

@@ -118,9 +118,11 @@ def _plain(t: torch.Tensor) -> bool:
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, relu: bool = False) -> torch.Tensor:
-    """``relu?(x @ weight.T + bias)`` for 2-D ``x``, through oneDNN on CPU fp32 when available."""
+    """``relu?(x @ weight.T + bias)`` for 2-D ``x``, through oneDNN on CPU fp32 when available.  Under
+    ``torch.autocast`` (``--precision bf16``) it is ``F.linear``, which autocast runs in bf16 (also
+    through oneDNN on CPU)."""
     if (ONEDNN and x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == torch.float32
-            and x.dim() == 2 and _plain(x) and _plain(weight)):
+            and x.dim() == 2 and _plain(x) and _plain(weight) and not torch.is_autocast_enabled("cpu")):
         return _OneDNNLinear.apply(x, weight, bias, relu)
     out = F.linear(x, weight, bias)
     return torch.relu(out) if relu else out

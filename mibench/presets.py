@@ -61,6 +61,16 @@ PRESETS: dict[str, dict] = {
                   "estimators": ["nwj", "js", "infonce", "dv", "mine", "smile-5"], "critics": ["joint"],
                   "steps": 1000, "mi": "2,4,6"},
     },
+    "table3": {
+        "section": "5.3",
+        "description": "the paper's Table-3 grid as a timing target: 8 estimators x Gaussian / vision / text, "
+                       "joint critic 2x256, batch 64, stepwise 2-10 bits, one seed; quick = the same grid at "
+                       "1/20 of the steps (benchmarks/bench_grid.py times it)",
+        "full": {**FULL, "seeds": [0], "tasks": [{"task": "gaussian", "params": {"dim": 10}}, "vision", "text"],
+                 "estimators": ALL8, "critics": ["joint"], "split_estimators": 2},
+        "quick": {**FULL, "seeds": [0], "steps": 1000, "tasks": [{"task": "gaussian", "params": {"dim": 10}}, "vision",
+                  "text"], "estimators": ALL8, "critics": ["joint"], "split_estimators": 2},
+    },
     "ds": {
         "section": "5.4",
         "description": "number of information sources ds 1..100 (Gaussian: ds = dim); true MI held at 1 bit, "

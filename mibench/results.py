@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .metrics import SUMMARY_COLUMNS
 
 ESTIMATE_COLUMNS = ["step", "estimator", "critic", "true_mi", "estimate"]
 

@@ -6,7 +6,9 @@ A sweep spec (TOML / YAML file, a preset, or the CLI shorthand) expands to **cel
 one :class:`~mibench.harness.RunConfig`: (task, task params, critic, depth, width, embed, batch
 size, lr, MI schedule, steps, seed) with **all the sweep's estimators training together** on the
 same batch stream (paired and cheaper; each estimator's numbers are the same as if it trained
-alone, see :mod:`mibench.harness`).  ``split_estimators = true`` gives one cell per estimator.
+alone, see :mod:`mibench.harness`).  ``split_estimators = true`` gives one cell per estimator,
+``split_estimators = N`` splits the estimators into N cells (so N CPU workers share a cell's
+estimators; the numbers are the same, each cell regenerates the same batch stream).
 
 Spec keys (file, preset and shorthand share them; a list is a grid axis unless noted)::
 
@@ -22,8 +24,9 @@ Spec keys (file, preset and shorthand share them; a list is a grid axis unless n
     mi                     axis of MI schedules: "stepwise", 2 (constant), "2,4,6" (one staircase);
                            mi = [2, 6] is two cells (constant 2 bits, constant 6 bits)
     burn_in                axis
-    device, log_every      scalars
-    split_estimators       bool (default false)
+    device, log_every,     scalars (precision: fp32 | bf16 | tf32, see mibench run --precision)
+    precision
+    split_estimators       bool or N groups (default false)
 
 Cell names are readable and deterministic, e.g. ``gaussian_dim10_joint-d2w256_b64_mistepwise_s0``;
 axes that do not appear in the name (lr, steps, burn-in) are appended when they vary.
@@ -77,7 +80,7 @@ LOCK = ".sweep.lock"
 AXES = [("critics", "critic"), ("layers", "layers"), ("hidden", "hidden"), ("embed", "embed"),
         ("batch_size", "batch_size"), ("lr", "lr"), ("mi", "mi"), ("steps", "steps"),
         ("burn_in", "burn_in"), ("seeds", "seed")]
-SCALARS = ("device", "log_every")
+SCALARS = ("device", "log_every", "precision")
 SPEC_KEYS = {"name", "description", "tasks", "params", "estimators", "split_estimators", "execution",
              *(a for a, _ in AXES), *SCALARS}
 TASK_KEYS = {"task", "params", "estimators", *(a for a, _ in AXES), *SCALARS}
@@ -149,7 +152,7 @@ class SweepSpec:
     tasks: list = field(default_factory=list)       # [{"task": str, "params": {..}, overrides...}]
     params: dict = field(default_factory=dict)
     estimators: object = field(default_factory=lambda: ["smile-5"])
-    split_estimators: bool = False
+    split_estimators: bool | int = False
     grid: dict = field(default_factory=dict)        # axis -> list (spec key names of AXES)
     scalars: dict = field(default_factory=dict)     # device, log_every
     execution: dict = field(default_factory=dict)   # backend, workers, threads, address, shared_fs
@@ -181,7 +184,7 @@ class SweepSpec:
         execution = _normalise_keys(d.get("execution") or {}, EXECUTION_KEYS, "[execution]")
         spec = cls(name=str(name or d.get("name") or "sweep"), description=str(d.get("description", "")),
                    tasks=tasks, params=dict(d.get("params") or {}), estimators=d.get("estimators", ["smile-5"]),
-                   split_estimators=bool(d.get("split_estimators", False)), grid=grid, scalars=scalars,
+                   split_estimators=_check_split(d.get("split_estimators", False)), grid=grid, scalars=scalars,
                    execution=execution)
         spec.cells()   # validate now: a mistake is one line before anything runs
         return spec
@@ -197,7 +200,7 @@ class SweepSpec:
         out.update(self.grid)
         out.update(self.scalars)
         if self.split_estimators:
-            out["split_estimators"] = True
+            out["split_estimators"] = self.split_estimators
         if self.execution:
             out["execution"] = dict(self.execution)
         return out
@@ -245,7 +248,7 @@ class SweepSpec:
             scal = {k: t.get(k, self.scalars.get(k)) for k in SCALARS}
             pkeys = list(params_grid)
             pvals = [_listify(params_grid[k]) for k in pkeys]
-            groups = [[e] for e in estimators] if self.split_estimators else [estimators]
+            groups = _estimator_groups(estimators, self.split_estimators)
             for pcombo in itertools.product(*pvals):
                 tparams = dict(zip(pkeys, pcombo))
                 for combo in itertools.product(*(axes[f] for _, f in AXES)):
@@ -256,7 +259,7 @@ class SweepSpec:
                         cells.append(Cell(name="", config=_checked_config(cfg)))
         if not cells:
             raise MibenchError("the sweep has no cells")
-        _name_cells(cells, self.split_estimators)
+        _name_cells(cells, bool(self.split_estimators))
         return cells
 
 
@@ -339,8 +342,31 @@ def _mi_token(mi) -> str:
     return "mi" + (str(mi).replace(",", "-").replace(" ", "") if not isinstance(mi, float) else f"{mi:g}")
 
 
+def _check_split(value) -> bool | int:
+    """``split_estimators``: true (one cell per estimator), false, or a number of groups."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value >= 1:
+        return value
+    raise MibenchError(f"split_estimators must be true, false or a number of groups >= 1, got {value!r}")
+
+
+def _estimator_groups(estimators: list, split) -> list[list]:
+    """Contiguous groups of (nearly) equal size, in the given order."""
+    if split is True:
+        return [[e] for e in estimators]
+    n = min(len(estimators), int(split or 1))
+    size, extra = divmod(len(estimators), n)
+    groups, start = [], 0
+    for i in range(n):
+        stop = start + size + (i < extra)
+        groups.append(list(estimators[start:stop]))
+        start = stop
+    return groups
+
+
 def _name_cells(cells: list[Cell], split: bool) -> None:
-    varying = {k for k in ("lr", "steps", "burn_in", "embed", "device", "log_every")
+    varying = {k for k in ("lr", "steps", "burn_in", "embed", "device", "log_every", "precision")
                if len({json.dumps(c.config[k]) for c in cells}) > 1}
     for c in cells:
         cfg = c.config
@@ -366,6 +392,8 @@ def _name_cells(cells: list[Cell], split: bool) -> None:
             parts.append(f"bi{cfg['burn_in']}")
         if "device" in varying:
             parts.append(str(cfg["device"]))
+        if "precision" in varying or cfg.get("precision", "fp32") != "fp32":
+            parts.append(cfg.get("precision", "fp32"))
         parts.append(f"s{cfg['seed']}")
         c.name = re.sub(r"[^A-Za-z0-9_.+-]", "-", "_".join(parts))
     seen: dict[str, int] = {}
@@ -379,12 +407,15 @@ def _name_cells(cells: list[Cell], split: bool) -> None:
 
 
 def fingerprint(config: dict) -> str:
+    config = {**ADDED_FIELDS, **config}
     relevant = {k: v for k, v in config.items() if k not in IGNORED_FOR_RESUME}
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
 
 
 #: config fields that do not change a run's numbers, so a finished cell is reused across them
 IGNORED_FOR_RESUME = ("log_every",)
+#: RunConfig fields added after runs were recorded, with the value such a run had
+ADDED_FIELDS = {"precision": "fp32"}
 
 
 def load_spec(path) -> SweepSpec:
@@ -659,7 +690,8 @@ def plan(spec: SweepSpec, out_dir) -> tuple[list[Cell], list[Cell], list[Cell]]:
             recorded = read_config(d).get("config", {})
             if fingerprint(recorded) != fingerprint(c.config):
                 diff = sorted(k for k in set(recorded) | set(c.config)
-                              if k not in IGNORED_FOR_RESUME and recorded.get(k) != c.config.get(k))
+                              if k not in IGNORED_FOR_RESUME
+                              and recorded.get(k, ADDED_FIELDS.get(k)) != c.config.get(k, ADDED_FIELDS.get(k)))
                 raise MibenchError(f"cell {c.name} in {out_dir} finished with a different config "
                                    f"({', '.join(diff)} changed); use a new --out directory or delete that cell")
             done.append(c)

@@ -1,6 +1,5 @@
 import csv
 import json
-import math
 
 import numpy as np
 import pytest
@@ -96,6 +95,8 @@ def test_burn_in_window():
     (dict(lr=-1.0), "--lr"),
     (dict(mi="-3"), ">= 0"),
     (dict(device="tpu"), "--device"),
+    (dict(precision="fp16"), "--precision"),
+    (dict(precision="tf32", device="cpu"), "tf32 needs a CUDA device"),
 ])
 def test_bad_configs(kwargs, match):
     base = dict(SMALL, steps=10)
@@ -113,6 +114,27 @@ def test_stacked_engine_reproduces_sequential_training():
     np.testing.assert_allclose(stk.estimates, seq.estimates, atol=2e-3)
     with pytest.raises(MibenchError, match="joint critic only"):
         run(RunConfig(engine="stacked", **dict(kw, critic="separable")))
+
+
+def test_bf16_precision_is_opt_in_close_to_fp32_and_recorded():
+    kw = dict(SMALL, estimators="smile,nwj", steps=40, mi="1,2", seed=2)
+    ref = run(RunConfig(**kw))
+    bf = run(RunConfig(precision="bf16", **kw))
+    assert ref.config["config"]["precision"] == "fp32" and bf.config["config"]["precision"] == "bf16"
+    assert np.isfinite(bf.estimates).all()
+    # really computed in bf16 (not silently fp32), and still the same training to bf16 accuracy
+    assert not np.array_equal(bf.estimates, ref.estimates)
+    np.testing.assert_allclose(bf.estimates, ref.estimates, atol=0.1)
+    assert bf.config["peak_memory"]["process_max_rss_mb"] > 0
+
+
+def test_linear_follows_autocast():
+    from mibench import kernels
+
+    x, w = torch.randn(8, 5), torch.randn(3, 5)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert kernels.linear(x, w, None, relu=True).dtype == torch.bfloat16
+    assert kernels.linear(x, w, None, relu=True).dtype == torch.float32
 
 
 class _Broken(GaussianTask):

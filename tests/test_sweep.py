@@ -14,6 +14,7 @@ from mibench.cli import main
 from mibench.errors import MibenchError
 from mibench.presets import PRESETS, load_preset
 from mibench.results import is_complete, read_config
+from mibench.estimators import resolve_estimators
 from mibench.sweep import SweepSpec, load_spec, run_sweep
 
 TINY = {"tasks": [{"task": "gaussian", "params": {"dim": 2}}], "estimators": ["smile-5", "infonce"],
@@ -52,6 +53,12 @@ def test_grid_expansion_and_names():
                                  "steps": [20, 40], "mi": [2, "stepwise"]}).cells()
     assert len(split) == 2 * 2 * 2 and {tuple(c.config["estimators"]) for c in split} == {("smile-5",), ("nwj",)}
     assert any(n.name.endswith("_n40_s0") and "mi2" in n.name for n in split)
+    groups = SweepSpec.from_dict({"tasks": ["gaussian"], "estimators": "all", "split_estimators": 3}).cells()
+    assert [len(c.config["estimators"]) for c in groups] == [3, 3, 2]
+    assert sum((c.config["estimators"] for c in groups), []) == resolve_estimators("all")
+    assert len({c.name for c in groups}) == 3
+    with pytest.raises(MibenchError, match="split_estimators"):
+        SweepSpec.from_dict({"tasks": ["gaussian"], "split_estimators": 0})
     # per-task overrides
     spec = SweepSpec.from_dict({"tasks": [{"task": "gaussian", "params": {"dim": [1, 2]}, "mi": 1},
                                           {"task": "vision", "params": {"side": 10}, "layers": [1, 3]}],

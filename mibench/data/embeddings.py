@@ -199,7 +199,7 @@ def imdb_embeddings(data_dir=None, encoder=None, n_per_class: int | None = DEFAU
         meta["cache_file"] = str(npy)
         return shipped, labels_all[rows], meta
     if not compute:
-        raise MibenchError(f"IMDB embeddings for this encoder/subset are not cached; run `mibench data --prepare`")
+        raise MibenchError("IMDB embeddings for this encoder/subset are not cached; run `mibench data --prepare`")
     n = len(rows)
     print(f"mibench: embedding {n} IMDB reviews with {ident['encoder']} (max_length {max_length}); "
           f"cached afterwards in {folder}", file=sys.stderr)
