@@ -54,7 +54,7 @@ def main(argv=None) -> int:
     if not res.ok:
         print(f"FAILED cells: {res.failed}")
         return 1
-    ex = manifest.get("execution", {})
+    ex = manifest          # the manifest records the execution it chose: workers, threads_per_worker
     print(f"execution: {ex.get('workers')} workers x {ex.get('threads_per_worker')} threads, "
           f"device {rows[0][1]['environment'].get('device_name')}")
     print(f"{'cell':<58} {'estimators':>10} {'steps':>6} {'train s':>8} {'ms/est-step':>11} {'peak RSS MB':>11}")

@@ -23,7 +23,7 @@ def step_fn(dim: int, split: bool, onednn: bool, batch: int = 64):
     torch.manual_seed(0)
     critic = make_critic("joint", dim, dim)
     head = make_estimator("smile")
-    opt = torch.optim.Adam(critic.parameters(), lr=5e-4)
+    opt = kernels.make_adam(critic.parameters(), lr=5e-4)   # the harness's optimizer, for every variant
     x, y = torch.randn(batch, dim), torch.randn(batch, dim)
     forward = critic if split else critic.forward_naive
 
@@ -45,6 +45,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    kernels.tune_cpu_allocator()      # as the harness does for every CPU run (all variants alike)
     header("joint critic training step, batch 64, hidden 2x256")
     print(f"{'d':>5} {'variant':<26} {'ms/step':>9} {'steps/s':>9} {'GFLOP/s':>8} {'vs naive':>9}")
     for dim in (10, 784):

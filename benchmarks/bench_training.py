@@ -106,6 +106,7 @@ def engine_ms_per_step(task_name, engine, steps):
     one engine: sequential oneDNN critics or stacked (batched) critics."""
     cfg = RunConfig(task=task_name, task_params=DOMAINS[task_name], estimators=PAPER_ESTIMATORS, steps=steps,
                     mi="2", device="cpu", engine=engine, log_every=steps)
+    kernels.ONEDNN = kernels._onednn_available()                # section 1's naive step switches it off
     run(dataclasses.replace(cfg, steps=5), plot=False)          # warm-up (pools, caches, allocator)
     res = run(cfg, plot=False)
     return res.config["wall_seconds"] / steps
@@ -154,6 +155,7 @@ def main(argv=None) -> int:
     print("\n(the Table-3 grid's wall time: benchmarks/bench_grid.py)")
 
     print(f"\n## 3. memory: resident set over a {args.memory_steps}-step 8-estimator Gaussian run")
+    kernels.ONEDNN = kernels._onednn_available()
     m0 = rss_mb()
     cfg = RunConfig(task="gaussian", estimators=PAPER_ESTIMATORS, steps=args.memory_steps, device="cpu", log_every=100)
     t0 = time.perf_counter()

@@ -136,8 +136,8 @@ def tune_cpu_allocator() -> str:
 
     A training step allocates a dozen K^2 x h activation buffers (4 MiB each at batch 64) and
     frees them again; glibc serves blocks that size with ``mmap`` and unmaps them on free, so every
-    step page-faults ~60 MiB of fresh zeroed pages (measured: 33 -> 25 ms per 1-thread step at
-    d = 784; ``benchmarks/bench_training.py`` section 1).  Raising the mmap and trim thresholds
+    step page-faults ~60 MiB of fresh zeroed pages (measured: 26.0 -> 21.2 ms per 1-thread step at
+    d = 784; ``benchmarks/bench_step_parts.py`` section 3).  Raising the mmap and trim thresholds
     makes glibc reuse the blocks; memory stays flat at the step's working set.  Idempotent; a
     no-op off glibc or with ``MIBENCH_ALLOCATOR=default``.  Returns a description for config.json."""
     global _ALLOCATOR_TUNED
@@ -157,8 +157,8 @@ def tune_cpu_allocator() -> str:
 
 def make_adam(params, lr: float) -> torch.optim.Optimizer:
     """Adam with the fused (single-kernel) update where this torch build has one for these
-    tensors: the same update rule, 8-10x less time than the per-parameter loop on CPU
-    (0.26 vs 2.1 ms per step at d = 784, 1.0 vs 10.4 ms for text's d = 3840)."""
+    tensors: the same update rule, ~3x less time than the per-parameter loop on CPU (0.28 vs
+    0.72 ms per step at d = 784, 1.6 vs 4.7 ms at text's d = 3840; bench_step_parts.py section 1)."""
     params = list(params)
     try:
         return torch.optim.Adam(params, lr=lr, fused=True)

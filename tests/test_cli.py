@@ -19,6 +19,9 @@ def run_cli(*args):
     (["run", "--task", "gaussian", "--nuisance", "0.5"], "does not take 'nuisance'"),
     (["run", "--steps", "0"], "--steps"),
     (["run", "--device", "cuda:7"], "cuda"),
+    (["run", "--precision", "fp16"], "--precision must be one of fp32, bf16, tf32"),
+    (["run", "--precision", "tf32", "--device", "cpu"], "tf32 needs a CUDA device"),
+    (["sweep", "--task", "gaussian", "--split-estimators", "0"], "split_estimators"),
 ])
 def test_user_mistakes_are_one_line(args, match):
     p = run_cli(*args)
