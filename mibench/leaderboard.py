@@ -65,10 +65,10 @@ import numpy as np
 from .errors import MibenchError
 
 SETUP_COLUMNS = ["task", "task_params", "ds", "dr", "critic", "layers", "hidden", "embed", "batch_size", "lr",
-                 "steps", "schedule", "burn_in"]
+                 "steps", "schedule", "burn_in", "precision"]
 #: the setup key (ds / dr follow from task + task_params, so they are not part of it)
 SETUP_KEY = ["task", "task_params", "critic", "layers", "hidden", "embed", "batch_size", "lr", "steps", "schedule",
-             "burn_in"]
+             "burn_in", "precision"]
 ROW_KEY = SETUP_KEY + ["estimator", "true_mi"]
 METRICS = ["mean_estimate", "bias", "variance", "mse"]
 COLUMNS = (SETUP_COLUMNS + ["estimator", "rank", "rank_score", "true_mi", "n_seeds", "seeds"]
@@ -196,7 +196,7 @@ def setup_of(cfg: dict) -> dict:
             "ds": info.get("ds"), "dr": info.get("dr"), "critic": c["critic"], "layers": int(c["layers"]),
             "hidden": int(c["hidden"]), "embed": int(c["embed"]), "batch_size": int(c["batch_size"]),
             "lr": float(c["lr"]), "steps": int(c["steps"]), "schedule": _schedule(c["mi"]),
-            "burn_in": int(c.get("burn_in") or 0)}
+            "burn_in": int(c.get("burn_in") or 0), "precision": c.get("precision") or "fp32"}
 
 
 def _setup_json(cfg: dict) -> str:
@@ -449,6 +449,8 @@ def read_leaderboard(path):
     import pandas as pd
 
     df = pd.read_csv(path, keep_default_na=True, dtype={"task_params": str, "seeds": str, "schedule": str})
+    if "precision" not in df.columns and "task" in df.columns:   # written before --precision existed: fp32
+        df["precision"] = "fp32"
     missing = [c for c in ROW_KEY + ["mse", "abs_bias", "diverged_seeds"] if c not in df.columns]
     if missing:
         raise MibenchError(f"{path} is not a mibench leaderboard (missing columns: {', '.join(missing)})")

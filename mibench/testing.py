@@ -34,7 +34,7 @@ def write_fake_run(run_dir, rows: list[dict], *, task: str = "gaussian", task_pa
                    critic: str = "joint", seed: int = 0, steps: int = 100, levels=(2.0, 4.0),
                    diverged: dict | None = None, status: str = "complete", hidden: int = 16, layers: int = 1,
                    batch_size: int = 64, ds: int | None = None, dr: int | None = None, device: str = "cpu",
-                   nuisance: float | None = None):
+                   nuisance: float | None = None, precision: str = "fp32"):
     """Write a synthetic run directory with known numbers (for tests of leaderboards, gates and
     plots): ``rows`` are summary rows ``{"estimator", "true_mi", "bias", "variance", "mse"}``
     (``mean_estimate`` defaults to true_mi + bias).  ``estimates.csv`` holds a flat line at each
@@ -53,7 +53,8 @@ def write_fake_run(run_dir, rows: list[dict], *, task: str = "gaussian", task_pa
     names = list(dict.fromkeys(r["estimator"] for r in rows))
     mi = levels[0] if len(levels) == 1 else ",".join(f"{v:g}" for v in levels)
     cfg = RunConfig(task=task, task_params=dict(task_params or {}), estimators=names, critic=critic, hidden=hidden,
-                    layers=layers, mi=mi, steps=steps, batch_size=batch_size, seed=seed, device=device)
+                    layers=layers, mi=mi, steps=steps, batch_size=batch_size, seed=seed, device=device,
+                    precision=precision)
     bounds = np.round(np.arange(len(levels) + 1) * steps / len(levels)).astype(int)
     info = {"task": task, "ds": ds if ds is not None else (task_params or {}).get("dim", 10),
             "dr": dr if dr is not None else (task_params or {}).get("dim", 10)}

@@ -145,6 +145,25 @@ def test_compare_both_ways(tmp_path, capsys):
     assert p.returncode == 1 and "WORSE" in p.stdout, p.stdout + p.stderr
 
 
+def test_precision_is_part_of_the_setup_and_old_csvs_read_as_fp32(tmp_path):
+    root = tmp_path / "mixed"
+    for seed in range(2):
+        write_fake_run(root / f"fp32_s{seed}", _rows(seed), task_params={"dim": 2}, seed=seed)
+        write_fake_run(root / f"bf16_s{seed}", _rows(seed + 1), task_params={"dim": 2}, seed=seed, precision="bf16")
+    board, _ = build([root])
+    assert sorted(board["precision"].unique()) == ["bf16", "fp32"]
+    assert (board["n_seeds"] == 2).all()          # bf16 runs are not pooled with fp32 runs as extra seeds
+    # a leaderboard written before the precision column existed compares as fp32
+    new_csv, old_csv = tmp_path / "new.csv", tmp_path / "old.csv"
+    fp32_only = tmp_path / "fp32_only"
+    for seed in range(2):
+        write_fake_run(fp32_only / f"s{seed}", _rows(seed), task_params={"dim": 2}, seed=seed)
+    write_all(*build([fp32_only]), new_csv)
+    pd.read_csv(new_csv).drop(columns=["precision"]).to_csv(old_csv, index=False)
+    report = compare(new_csv, old_csv)
+    assert report.ok and report.matched == len(pd.read_csv(new_csv)) > 0
+
+
 def test_pytest_helper(tmp_path):
     base = _scaled(tmp_path, "base")
     report = assert_no_regression(base, base)
