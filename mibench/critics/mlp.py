@@ -93,7 +93,9 @@ class JointCritic(nn.Module):
         hx = kernels.linear(x, first.weight_x, first.bias)   # (K, h)
         hy = kernels.linear(y, first.weight_y, None)         # (K, h)
         k = x.shape[0]
-        h = torch.relu(hx[:, None, :] + hy[None, :, :])     # (K, K, h): pair (i, j) = x_i with y_j
+        # (K, K, h): pair (i, j) = x_i with y_j; ReLU in place on the fresh sum (one K^2 x h buffer
+        # and pass fewer, ~3% of a step)
+        h = (hx[:, None, :] + hy[None, :, :]).relu_()
         return run_mlp(self.net, h.reshape(k * k, -1), start=2).reshape(k, k)
 
     def forward_naive(self, x, y):
