@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from .errors import MibenchError
+from .errors import MibenchError, Terminated
 
 SUBCOMMAND_MODULES = [
     "mibench.commands",             # run, list
@@ -50,7 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     except MibenchError as exc:
         print(f"mibench: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, Terminated):
+            print("mibench: terminated (SIGTERM); the run directory is marked interrupted", file=sys.stderr)
+            return 143
         print("mibench: interrupted", file=sys.stderr)
         return 130
 

@@ -16,8 +16,11 @@ import contextlib
 import dataclasses
 import hashlib
 import math
+import os
 import platform
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +31,7 @@ import torch
 from . import __version__
 from .kernels import kernel_name, make_adam
 from .critics import DEFAULT_EMBED, DEFAULT_HIDDEN, DEFAULT_LAYERS, make_critic
-from .errors import MibenchError
+from .errors import MibenchError, Terminated
 from .estimators import make_estimator, resolve_estimators
 from .metrics import SUMMARY_COLUMNS, summarize
 from .schedule import parse_schedule
@@ -192,23 +195,24 @@ def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     out = Path(out_dir) if out_dir is not None else None
-    if out is not None:
-        results.write_json(out / "config.json", config)
-
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
-    t0 = time.perf_counter()
-    status = "failed"
-    try:
-        estimates, diverged = _train(cfg, task, schedule, critics, heads, device, progress)
-        status = "complete"
-    except KeyboardInterrupt:
-        status = "interrupted"
-        raise
-    finally:
-        if status != "complete" and out is not None:
-            config["status"] = status
+    with _sigterm_stops_training():
+        if out is not None:
             results.write_json(out / "config.json", config)
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        t0 = time.perf_counter()
+        status = "failed"
+        try:
+            estimates, diverged = _train(cfg, task, schedule, critics, heads, device, progress)
+            _check_stop()
+            status = "complete"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        finally:
+            if status != "complete" and out is not None:
+                config["status"] = status
+                results.write_json(out / "config.json", config)
     elapsed = time.perf_counter() - t0
 
     summary = summarize(task.name, cfg.critic, cfg.estimators, true_mi, estimates, cfg.burn_in)
@@ -227,6 +231,36 @@ def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True,
             plot_staircase(out / "staircase.png", cfg.estimators, true_mi, estimates, title, ceilings)
         results.write_json(out / "config.json", config)   # last: marks the directory complete
     return result
+
+
+_STOP = {"requested": False}
+
+
+def _check_stop() -> None:
+    if _STOP["requested"]:
+        _STOP["requested"] = False
+        raise Terminated("SIGTERM")
+
+
+@contextlib.contextmanager
+def _sigterm_stops_training():
+    """While a run trains, SIGTERM only sets a flag that the training loop checks at every step
+    (an exception raised from a known place, never asynchronously mid-write); the run is then
+    recorded as interrupted.  Installed only in the main thread and only over the default
+    handler (a sweep's or the user's own handler is left alone).  A SIGTERM that lands after the
+    last check is delivered again, with the default action, once the handler is removed."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+    _STOP["requested"] = False
+    signal.signal(signal.SIGTERM, lambda signum, frame: _STOP.__setitem__("requested", True))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if _STOP["requested"]:
+            _STOP["requested"] = False
+            os.kill(os.getpid(), signal.SIGTERM)
 
 
 def peak_memory(device: torch.device) -> dict:
@@ -311,6 +345,7 @@ def _loop(cfg, task, schedule, critics, heads, device, progress, params, stacked
 
     start = 0
     for step in range(steps):
+        _check_stop()
         x, y = task.sample(cfg.batch_size, float(levels[step]), generator)
         if optimizer is not None:
             optimizer.zero_grad(set_to_none=True)

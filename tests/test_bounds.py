@@ -69,11 +69,14 @@ def test_nwj_is_not_tight_at_log_ratio(scored):
 
 
 def test_infonce_never_exceeds_log_k():
+    gen = torch.Generator().manual_seed(0)
     for k in (2, 16, 64):
         scores = 1e3 * torch.eye(k)
         assert float(bounds.infonce_bound(scores)) == pytest.approx(math.log(k), abs=1e-6)
-        rand = torch.randn(k, k) * 10
-        assert float(bounds.infonce_bound(rand)) <= math.log(k) + 1e-9
+        for _ in range(20):
+            rand = torch.randn(k, k, generator=gen) * 10
+            # exact in real arithmetic; float32 may round the value up to log K by an ulp or so
+            assert float(bounds.infonce_bound(rand)) <= math.log(k) + 1e-6
 
 
 def test_bounds_are_batched_over_leading_dims(scored):

@@ -47,3 +47,35 @@ def test_list_mentions_everything(capsys):
     for word in ("gaussian", "nwj", "js", "infonce", "dv", "mine", "smile-<tau>", "tuba", "inner", "bilinear",
                  "separable", "joint", "3 ReLU layers of 256"):
         assert word in text
+
+
+def test_sigterm_marks_the_run_interrupted(tmp_path):
+    """SIGTERM during training: the run stops at the next step, config.json says interrupted,
+    exit 143 with one line.  The flag-and-check design makes this deterministic: the signal is
+    sent only once config.json says 'running', when the handler is already installed."""
+    import json
+    import signal
+    import time
+
+    out = tmp_path / "r"
+    p = subprocess.Popen([sys.executable, "-m", "mibench.cli", "run", "--steps", "1000000", "--hidden", "8",
+                          "--layers", "0", "--batch-size", "8", "--out", str(out), "--quiet", "--device", "cpu"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and p.poll() is None:
+            try:
+                if json.loads((out / "config.json").read_text())["status"] == "running":
+                    break
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.1)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 143, err
+    lines = [line for line in err.strip().splitlines() if line]
+    assert lines == ["mibench: terminated (SIGTERM); the run directory is marked interrupted"], err
+    assert json.loads((out / "config.json").read_text())["status"] == "interrupted"
+    assert not (out / "summary.csv").exists()
