@@ -144,7 +144,7 @@ def environment(device: torch.device) -> dict:
     if device.type == "cpu":
         from . import kernels
 
-        env["allocator"] = kernels.tune_cpu_allocator()
+        env["allocator"] = kernels.allocator_setting()
         if env["kernels"] == "onednn":
             env["grad_weight_matmul"] = ("oneDNN matmul, transposed operands in place (probed fp32)"
                                          if kernels._strided_mm_is_fp32() else "oneDNN linear, transposed copy")
@@ -177,6 +177,10 @@ def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True,
     from . import results
 
     cfg, device, task, schedule = prepared or prepare(cfg)
+    if device.type == "cpu":
+        from .kernels import tune_cpu_allocator
+
+        tune_cpu_allocator()    # reuse freed activation buffers instead of page-faulting new ones
     true_mi = schedule.true_mi()
     critics, heads = build_models(cfg, task.dim_x, task.dim_y, device)
     ceilings = {n: nats_to_bits(h.ceiling_nats(cfg.batch_size)) for n, h in zip(cfg.estimators, heads)}

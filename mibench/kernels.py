@@ -76,7 +76,7 @@ _STRIDED_MM: bool | None = None
 def _strided_mm_is_fp32() -> bool:
     """Whether aten's oneDNN matmul route (taken when ``mkldnn.matmul.fp32_precision`` allows
     bf16) computes in full fp32 on this CPU.  That route reads transposed operands in place, while
-    ``_linear_pointwise`` first copies them (grad^T @ x: 2.7 vs 3.9 ms at 4096 x 256 x 256).
+    ``_linear_pointwise`` first copies them (whole training step 1.07x faster; bench_step_parts.py).
     oneDNN only down-converts where it has bf16 matmul kernels for fp32 data (AMX); this probe
     checks the actual numerics at the critic's shape and the route is used only if they are fp32's
     (error ~1e-4 here vs ~0.7 for bf16 inputs).  ``MIBENCH_KERNELS=onednn-copy`` disables it."""
@@ -153,6 +153,11 @@ def tune_cpu_allocator() -> str:
         except (OSError, AttributeError):
             pass
     return _ALLOCATOR_TUNED
+
+
+def allocator_setting() -> str:
+    """What :func:`tune_cpu_allocator` did in this process (for config.json), without doing it."""
+    return _ALLOCATOR_TUNED or "default"
 
 
 def make_adam(params, lr: float) -> torch.optim.Optimizer:

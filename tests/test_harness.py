@@ -66,6 +66,8 @@ def test_run_directory_contents(tmp_path):
     assert conf["status"] == "complete"
     assert conf["config"]["estimators"] == ["smile-5", "infonce"]
     assert conf["environment"]["torch"] == torch.__version__ and conf["config"]["seed"] == 0
+    assert conf["environment"]["allocator"] != "" and conf["peak_memory"]["process_max_rss_mb"] > 0
+    assert conf["config"]["precision"] == "fp32"
     assert conf["ceilings_bits"]["infonce"] == pytest.approx(4.0)        # log2(16)
     assert any("infonce cannot exceed" in n for n in conf["notes"])
     est = list(csv.DictReader(open(out / "estimates.csv")))
