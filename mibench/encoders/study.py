@@ -43,24 +43,18 @@ def _features(model, task, layers, n, seed):
 
 
 def linear_probe_accuracy(train_x, train_y, test_x, test_y, l2: float = 1e-3, iters: int = 200) -> float:
-    """Held-out accuracy of one logistic regression per source (standardised features, L-BFGS)."""
-    mean, std = train_x.mean(0), train_x.std(0).clamp_min(1e-6)
-    zx, zt = (train_x - mean) / std, (test_x - mean) / std
-    w = torch.zeros(zx.shape[1], train_y.shape[1], dtype=zx.dtype, requires_grad=True)
-    b = torch.zeros(train_y.shape[1], dtype=zx.dtype, requires_grad=True)
-    opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=iters, history_size=20, line_search_fn="strong_wolfe")
-    target = train_y.to(zx.dtype)
+    """Held-out accuracy of one logistic regression per source (standardised features, L-BFGS with
+    torch's default tolerances; the same fit as the class pools' decoder)."""
+    from ..tasks.pools import fit_linear_decoder
 
-    def closure():
-        opt.zero_grad()
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(zx @ w + b, target) + 0.5 * l2 * (w * w).sum()
-        loss.backward()
-        return loss
+    logits = fit_linear_decoder(_np(train_x), _np(train_y), l2=l2, max_iter=iters,
+                                tolerance_grad=1e-7, tolerance_change=1e-9)
+    pred = logits(_np(test_x)) > 0
+    return float((pred == _np(test_y).astype(bool)).mean())
 
-    opt.step(closure)
-    with torch.no_grad():
-        pred = ((zt @ w + b) > 0).long()
-    return float((pred == test_y).double().mean())
+
+def _np(t) -> np.ndarray:
+    return t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
 
 
 def layer_probes(task, model, layers=ORDER, n_train: int = 2000, n_test: int = 2000) -> dict:

@@ -31,20 +31,24 @@ from .base import bsc_crossover, check_mi_request
 DECODER_VERSION = 1
 
 
-def fit_linear_decoder(features: np.ndarray, labels: np.ndarray, l2: float = 1e-3, max_iter: int = 300):
-    """Logistic regression (class 1 vs 0) by full-batch L-BFGS in float64 on standardised features.
+def fit_linear_decoder(features, labels, l2: float = 1e-3, max_iter: int = 300,
+                       tolerance_grad: float = 1e-9, tolerance_change: float = 1e-12):
+    """Logistic regression by full-batch L-BFGS in float64 on standardised features: class 1 vs 0
+    for 1-D ``labels``, or one independent regression per column for 2-D (n, m) 0/1 ``labels``
+    (the per-source probes of :mod:`mibench.encoders.study`).
 
-    Returns a function ``logits(features) -> np.ndarray`` (float64 log-odds of class 1).
+    Returns a function ``logits(features) -> np.ndarray`` (float64 log-odds of class 1, shape
+    (n,) or (n, m)).
     """
     x = torch.as_tensor(np.asarray(features, dtype=np.float64))
     y = torch.as_tensor(np.asarray(labels, dtype=np.float64))
     mean = x.mean(0)
     std = x.std(0).clamp_min(1e-6)
     z = (x - mean) / std
-    w = torch.zeros(z.shape[1], dtype=torch.float64, requires_grad=True)
-    b = torch.zeros((), dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=max_iter, tolerance_grad=1e-9, tolerance_change=1e-12,
-                            history_size=20, line_search_fn="strong_wolfe")
+    w = torch.zeros((z.shape[1], *y.shape[1:]), dtype=torch.float64, requires_grad=True)
+    b = torch.zeros(y.shape[1:], dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=max_iter, tolerance_grad=tolerance_grad,
+                            tolerance_change=tolerance_change, history_size=20, line_search_fn="strong_wolfe")
 
     def closure():
         opt.zero_grad()
