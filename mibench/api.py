@@ -107,8 +107,8 @@ def estimate(x, y, estimator: str = "smile", critic: str = "joint", steps: int =
     train_task = ArrayTask(xt[tr], yt[tr])
     cfg = RunConfig(task="arrays", estimators=[estimator], critic=critic, hidden=hidden, layers=layers, embed=embed,
                     mi=0.0, steps=steps, batch_size=batch_size, lr=lr, seed=seed, device=str(dev)).resolved()
-    critics, heads = build_models(cfg, train_task.dim_x, train_task.dim_y, dev)
-    curve_bits, diverged = _train(cfg, train_task, parse_schedule(0.0, steps), critics, heads, dev, progress)
+    critics, heads, groups = build_models(cfg, train_task.dim_x, train_task.dim_y, dev)
+    curve_bits, diverged = _train(cfg, train_task, parse_schedule(0.0, steps), critics, heads, groups, dev, progress)
     scale = 1.0 if units == "bits" else math.log(2.0)
     curve = curve_bits[0] * scale
     tail = curve[-max(1, steps // 10):]

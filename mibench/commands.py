@@ -16,7 +16,8 @@ TASK_FLAGS = {
 
 def register_cli(sub) -> None:
     p = sub.add_parser("run", help="train estimators on a task and write a run directory",
-                       description="Train one critic per estimator on a shared batch stream; write config.json, "
+                       description="Train the estimators' critics on a shared batch stream (one critic per training "
+                                   "objective: JS and SMILE-tau share one); write config.json, "
                                    "estimates.csv, summary.csv and staircase.png (all estimates in bits).")
     p.add_argument("--task", default="gaussian", help="task name (see `mibench list`)")
     p.add_argument("--estimator", default="smile", help="estimator name(s), comma separated, or 'all' (default smile)")

@@ -1,11 +1,14 @@
-"""Training harness: train one critic per estimator on a shared stream of batches and record the
-estimate at every step.
+"""Training harness: train the estimators' critics on a shared stream of batches and record every
+estimator's estimate at every step.
 
 * Paired comparisons: all estimators see the **same batch** at every step, so sampling is paid
   once and differences between estimators are not sampling noise.
 * Reproducible: the batch stream depends only on ``seed``; each critic's initialisation depends on
-  (seed, estimator, critic), so an estimator's curve is the same whether it trains alone or with
-  others (same device).
+  (seed, training objective, critic), so an estimator's curve is the same whether it trains alone
+  or with others (same device).
+* One critic per training objective: estimators that differ only in how the estimate is read off
+  the trained critic (JS and SMILE-tau all train with the JS f-GAN objective) share one critic;
+  8 paper estimators train 5 critics.
 * No per-step host syncs: estimates go into a device buffer and are read back in blocks, where
   divergence (a non-finite estimate) is detected; a diverged estimator stops training, its step is
   recorded and the run carries on.
@@ -32,7 +35,7 @@ from . import __version__
 from .kernels import kernel_name, make_adam
 from .critics import DEFAULT_EMBED, DEFAULT_HIDDEN, DEFAULT_LAYERS, make_critic
 from .errors import MibenchError, Terminated
-from .estimators import make_estimator, resolve_estimators
+from .estimators import make_estimator, resolve_estimators, training_groups, training_key
 from .metrics import SUMMARY_COLUMNS, summarize
 from .schedule import parse_schedule
 from .tasks import make_task
@@ -111,15 +114,24 @@ def derived_seed(*parts) -> int:
 
 
 def build_models(cfg: RunConfig, dim_x: int, dim_y: int, device):
-    """One (critic, estimator) pair per estimator, each initialised from its own derived seed."""
-    critics, heads = [], []
-    for name in cfg.estimators:
+    """Critics, estimator heads and the groups that share a critic.
+
+    One critic per training group (:func:`mibench.estimators.training_groups`: estimators whose
+    training is the same objective on the same scores, e.g. JS and SMILE-tau, share one), each
+    initialised from a seed derived from (seed, training objective, critic), so an estimator's
+    curve is the same whether it trains alone or with others.  One head per estimator.
+    Returns ``(critics, heads, groups)`` with ``groups[g]`` the estimator indices of critic g.
+    """
+    heads = [make_estimator(name).to(device) for name in cfg.estimators]
+    groups = training_groups(cfg.estimators)
+    critics = []
+    for group in groups:
+        key = training_key(cfg.estimators[group[0]])
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(derived_seed(cfg.seed, name, cfg.critic, cfg.hidden, cfg.layers, cfg.embed))
+            torch.manual_seed(derived_seed(cfg.seed, key, cfg.critic, cfg.hidden, cfg.layers, cfg.embed))
             critic = make_critic(cfg.critic, dim_x, dim_y, cfg.hidden, cfg.layers, cfg.embed)
         critics.append(critic.to(device))
-        heads.append(make_estimator(name).to(device))
-    return critics, heads
+    return critics, heads, groups
 
 
 def choose_engine(cfg: RunConfig, device: torch.device) -> str:
@@ -128,7 +140,7 @@ def choose_engine(cfg: RunConfig, device: torch.device) -> str:
     ``auto`` picks what ``benchmarks/bench_training.py`` measured faster for the device."""
     if cfg.engine != "auto":
         return cfg.engine
-    if len(cfg.estimators) < 2 or cfg.critic.lower() not in ("joint", "concat"):
+    if len(training_groups(cfg.estimators)) < 2 or cfg.critic.lower() not in ("joint", "concat"):
         return "sequential"
     return STACKED_DEFAULT[device.type]
 
@@ -182,7 +194,7 @@ def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True,
 
         tune_cpu_allocator()    # reuse freed activation buffers instead of page-faulting new ones
     true_mi = schedule.true_mi()
-    critics, heads = build_models(cfg, task.dim_x, task.dim_y, device)
+    critics, heads, groups = build_models(cfg, task.dim_x, task.dim_y, device)
     ceilings = {n: nats_to_bits(h.ceiling_nats(cfg.batch_size)) for n, h in zip(cfg.estimators, heads)}
 
     config = {
@@ -193,6 +205,9 @@ def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True,
         "task_info": task.info(),
         "environment": environment(device),
         "engine": choose_engine(cfg, device),
+        "critics_trained": len(groups),
+        "shared_critics": {training_key(cfg.estimators[g[0]]): [cfg.estimators[e] for e in g]
+                           for g in groups if len(g) > 1},
         "ceilings_bits": {n: c for n, c in ceilings.items() if math.isfinite(c)},
         "notes": _ceiling_notes(ceilings, schedule.levels),
         "metrics_window": f"per true-MI level: all steps of the level after the first {cfg.burn_in} (burn-in); bits",
@@ -207,7 +222,7 @@ def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True,
         t0 = time.perf_counter()
         status = "failed"
         try:
-            estimates, diverged = _train(cfg, task, schedule, critics, heads, device, progress)
+            estimates, diverged = _train(cfg, task, schedule, critics, heads, groups, device, progress)
             _check_stop()
             status = "complete"
         except KeyboardInterrupt:
@@ -296,7 +311,7 @@ def _ceiling_notes(ceilings: dict, levels) -> list[str]:
     return notes
 
 
-def _train(cfg, task, schedule, critics, heads, device, progress):
+def _train(cfg, task, schedule, critics, heads, groups, device, progress):
     stacked = None
     if choose_engine(cfg, device) == "stacked":
         from .critics.stacked import StackedJointCritics
@@ -305,7 +320,7 @@ def _train(cfg, task, schedule, critics, heads, device, progress):
         critics = [stacked]
     params = [p for m in (*critics, *heads) for p in m.parameters()]
     with _precision(cfg.precision, device) as scores_of:
-        return _loop(cfg, task, schedule, critics, heads, device, progress, params, stacked, scores_of)
+        return _loop(cfg, task, schedule, critics, heads, groups, device, progress, params, stacked, scores_of)
 
 
 @contextlib.contextmanager
@@ -330,7 +345,20 @@ def _precision(precision: str, device: torch.device):
             torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
 
 
-def _loop(cfg, task, schedule, critics, heads, device, progress, params, stacked, scores_of):
+def _step_group(heads, members, scores, buffer, step):
+    """One training group's step: the first live member's head gives the training loss (all
+    members train by the same objective) and its estimate; the others read theirs off the same
+    scores without building a graph.  Returns the loss."""
+    loss, buffer[members[0], step] = heads[members[0]](scores)
+    if len(members) > 1:
+        with torch.no_grad():
+            detached = scores.detach()
+            for e in members[1:]:
+                buffer[e, step] = heads[e].value(detached)
+    return loss
+
+
+def _loop(cfg, task, schedule, critics, heads, groups, device, progress, params, stacked, scores_of):
     n_est, steps = len(heads), cfg.steps
     optimizer = make_adam(params, cfg.lr) if params else None
     generator = torch.Generator(device=device).manual_seed(cfg.seed)
@@ -338,6 +366,7 @@ def _loop(cfg, task, schedule, critics, heads, device, progress, params, stacked
     buffer = torch.full((n_est, steps), float("nan"), device=device)
     host = np.full((n_est, steps), np.nan)
     active = list(range(n_est))
+    live = [(g, members) for g, members in enumerate(groups)]   # (critic, its live estimators)
     diverged: dict[str, int] = {}
     block = max(1, int(cfg.log_every))
 
@@ -355,16 +384,16 @@ def _loop(cfg, task, schedule, critics, heads, device, progress, params, stacked
             optimizer.zero_grad(set_to_none=True)
         if stacked is not None:
             all_scores, total = scores_of(stacked, x, y), None
-            for e in active:
-                loss, buffer[e, step] = heads[e](all_scores[e])
+            for g, members in live:
+                loss = _step_group(heads, members, all_scores[g], buffer, step)
                 total = loss if total is None else total + loss
             if total is not None and total.requires_grad:
                 total.backward()
         else:
             # each critic's backward right after its forward: its activations are freed (and their
             # memory reused, warm in cache, by the next critic) before the next forward
-            for e in active:
-                loss, buffer[e, step] = heads[e](scores_of(critics[e], x, y))
+            for g, members in live:
+                loss = _step_group(heads, members, scores_of(critics[g], x, y), buffer, step)
                 if loss.requires_grad:
                     loss.backward()
         if optimizer is not None:
@@ -378,6 +407,9 @@ def _loop(cfg, task, schedule, critics, heads, device, progress, params, stacked
                     diverged[cfg.estimators[e]] = first
                     host[e, first:] = np.nan
                     active.remove(e)
+            # a critic trains on while any estimator reading it is live
+            live = [(g, [e for e in members if e in active]) for g, members in enumerate(groups)]
+            live = [(g, members) for g, members in live if members]
             if bar is not None:
                 bar.set_postfix({"true": f"{levels[step]:g}",
                                  **{cfg.estimators[e][:9]: f"{host[e, step]:.2f}" for e in active[:4]}},

@@ -6,9 +6,10 @@ A sweep spec (TOML / YAML file, a preset, or the CLI shorthand) expands to **cel
 one :class:`~mibench.harness.RunConfig`: (task, task params, critic, depth, width, embed, batch
 size, lr, MI schedule, steps, seed) with **all the sweep's estimators training together** on the
 same batch stream (paired and cheaper; each estimator's numbers are the same as if it trained
-alone, see :mod:`mibench.harness`).  ``split_estimators = true`` gives one cell per estimator,
-``split_estimators = N`` splits the estimators into N cells (so N CPU workers share a cell's
-estimators; the numbers are the same, each cell regenerates the same batch stream).
+alone, see :mod:`mibench.harness`).  ``split_estimators = N`` splits the estimators into N cells
+with nearly equal numbers of critics (so N CPU workers share a cell's work; the numbers are the
+same, each cell regenerates the same batch stream); estimators that share a critic (JS, SMILE-tau)
+stay in one cell, and ``split_estimators = true`` gives one cell per critic.
 
 Spec keys (file, preset and shorthand share them; a list is a grid axis unless noted)::
 
@@ -26,7 +27,7 @@ Spec keys (file, preset and shorthand share them; a list is a grid axis unless n
     burn_in                axis
     device, log_every,     scalars (precision: fp32 | bf16 | tf32, see mibench run --precision)
     precision
-    split_estimators       bool or N groups (default false)
+    split_estimators       bool or N cells (default false; whole critics, see above)
 
 Cell names are readable and deterministic, e.g. ``gaussian_dim10_joint-d2w256_b64_mistepwise_s0``;
 axes that do not appear in the name (lr, steps, burn-in) are appended when they vary.
@@ -352,17 +353,21 @@ def _check_split(value) -> bool | int:
 
 
 def _estimator_groups(estimators: list, split) -> list[list]:
-    """Contiguous groups of (nearly) equal size, in the given order."""
-    if split is True:
-        return [[e] for e in estimators]
-    n = min(len(estimators), int(split or 1))
-    size, extra = divmod(len(estimators), n)
-    groups, start = [], 0
+    """The estimators of one cell per group: whole training groups (estimators that share a
+    critic, :func:`mibench.estimators.training_groups`, are never separated), contiguous, with
+    (nearly) equal numbers of critics per cell; ``True``: one cell per critic."""
+    from .estimators import training_groups
+
+    units = training_groups(estimators)
+    n = len(units) if split is True else min(len(units), int(split or 1))
+    size, extra = divmod(len(units), n)
+    cells, start = [], 0
     for i in range(n):
         stop = start + size + (i < extra)
-        groups.append(list(estimators[start:stop]))
+        members = sorted(e for unit in units[start:stop] for e in unit)
+        cells.append([estimators[e] for e in members])
         start = stop
-    return groups
+    return cells
 
 
 def _name_cells(cells: list[Cell], split: bool) -> None:

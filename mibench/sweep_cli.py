@@ -63,8 +63,9 @@ def _sweep_parser(sub) -> None:
     s.add_argument("--set", action="append", metavar="KEY=V1,V2",
                    help="task parameter axis, e.g. --set dim=2,4 --set nuisance=0,0.5 (repeatable)")
     s.add_argument("--split-estimators", nargs="?", const=True, default=None, type=int, metavar="N",
-                   help="one cell per estimator (or, with N, the estimators split into N cells) instead of "
-                        "all estimators in one cell")
+                   help="one cell per trained critic (or, with N, the estimators split into N cells of nearly "
+                        "equal critic counts) instead of all estimators in one cell; estimators sharing a "
+                        "critic (JS, SMILE-tau) stay together")
     s.add_argument("--device", help="auto | cpu | cuda (default auto)")
     e = p.add_argument_group("execution")
     e.add_argument("--out", help="sweep directory (default results/sweeps/<sweep name>)")

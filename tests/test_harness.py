@@ -23,6 +23,36 @@ def test_same_seed_same_numbers_and_estimators_are_independent_of_grouping():
     assert not np.allclose(other.estimates, a.estimates)
 
 
+def test_estimators_sharing_a_training_objective_share_one_critic_with_unchanged_numbers():
+    kw = dict(SMALL, steps=40, mi="1,2", seed=3)
+    together = run(RunConfig(estimators="js,nwj,smile-5,smile-inf", **kw))
+    # JS and SMILE-tau train by the same JS f-GAN objective: one critic for the three of them
+    assert together.config["critics_trained"] == 2
+    assert together.config["shared_critics"] == {"js-fgan": ["js", "smile-5", "smile-inf"]}
+    for i, name in enumerate(together.names):
+        alone = run(RunConfig(estimators=name, **kw))
+        assert alone.config["critics_trained"] == 1
+        np.testing.assert_array_equal(alone.estimates[0], together.estimates[i])
+    # the estimates really are different read-outs of the shared critic
+    assert not np.allclose(together.estimates[0], together.estimates[2])
+    assert run(RunConfig(estimators="all", **dict(kw, steps=2))).config["critics_trained"] == 5
+
+
+def test_a_diverged_reader_of_a_shared_critic_leaves_the_others_training():
+    from mibench.estimators import ESTIMATORS, JSTrainedEstimator
+
+    # reads the shared JS-trained critic, but its estimate is non-finite from the first step
+    ESTIMATORS.add("test-js-inf", "test only", lambda: JSTrainedEstimator(lambda s: s.sum() * float("inf")))
+    try:
+        kw = dict(SMALL, steps=30, mi="1,2", seed=1, log_every=10)
+        res = run(RunConfig(estimators="test-js-inf,smile-5", **kw))
+        assert res.config["critics_trained"] == 1 and res.diverged == {"test-js-inf": 0}
+        alone = run(RunConfig(estimators="smile-5", **kw))
+        np.testing.assert_array_equal(alone.estimates[0], res.estimates[1])
+    finally:
+        ESTIMATORS._entries.pop("test-js-inf")
+
+
 class _NaNAfter(GaussianTask):
     """Gaussian task whose batches turn non-finite after a given number of samples."""
 
@@ -108,7 +138,7 @@ def test_bad_configs(kwargs, match):
 
 
 def test_stacked_engine_reproduces_sequential_training():
-    kw = dict(SMALL, estimators="smile,nwj,mine", steps=30, mi="1,2", seed=5)
+    kw = dict(SMALL, estimators="smile,nwj,mine,js", steps=30, mi="1,2", seed=5)
     seq = run(RunConfig(engine="sequential", **kw))
     stk = run(RunConfig(engine="stacked", **kw))
     assert seq.config["engine"] == "sequential" and stk.config["engine"] == "stacked"

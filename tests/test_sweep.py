@@ -53,10 +53,15 @@ def test_grid_expansion_and_names():
                                  "steps": [20, 40], "mi": [2, "stepwise"]}).cells()
     assert len(split) == 2 * 2 * 2 and {tuple(c.config["estimators"]) for c in split} == {("smile-5",), ("nwj",)}
     assert any(n.name.endswith("_n40_s0") and "mi2" in n.name for n in split)
+    # N cells of whole critics: the 8 paper estimators train 5 critics (JS and SMILE-tau share one),
+    # split 2 + 2 + 1, and the shared critic is never split across cells
     groups = SweepSpec.from_dict({"tasks": ["gaussian"], "estimators": "all", "split_estimators": 3}).cells()
-    assert [len(c.config["estimators"]) for c in groups] == [3, 3, 2]
-    assert sum((c.config["estimators"] for c in groups), []) == resolve_estimators("all")
+    assert [c.config["estimators"] for c in groups] == [["nwj", "js", "smile-1", "smile-5", "smile-inf"],
+                                                        ["infonce", "dv"], ["mine"]]
+    assert sorted(sum((c.config["estimators"] for c in groups), [])) == sorted(resolve_estimators("all"))
     assert len({c.name for c in groups}) == 3
+    per_critic = SweepSpec.from_dict({"tasks": ["gaussian"], "estimators": "all", "split_estimators": True}).cells()
+    assert [len(c.config["estimators"]) for c in per_critic] == [1, 4, 1, 1, 1]
     with pytest.raises(MibenchError, match="split_estimators"):
         SweepSpec.from_dict({"tasks": ["gaussian"], "split_estimators": 0})
     # per-task overrides

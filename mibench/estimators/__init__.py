@@ -22,7 +22,16 @@ class Estimator(nn.Module):
     Subclasses may hold state carried across steps (MINE's moving average, TUBA's baseline).
     ``ceiling_nats(K)`` is the largest value the reported estimate can take for batch K
     (``inf`` when unbounded), so a run can say when the truth is out of the estimator's reach.
+
+    ``training_objective`` names the critic's training objective when training is stateless and
+    depends on nothing but that objective; estimators that name the same objective differ only
+    in the estimation step (benchmark paper §2: "two associated steps ... JS, MINE and SMILE
+    adopt small modifications in either optimization or estimation"), so the harness trains one
+    critic for all of them and reads each estimate off the same scores.  ``None``: the estimator
+    trains its own critic.
     """
+
+    training_objective: str | None = None
 
     def ceiling_nats(self, batch_size: int) -> float:
         return math.inf
@@ -53,7 +62,12 @@ class BoundEstimator(Estimator):
 
 
 class JSTrainedEstimator(Estimator):
-    """Trains the critic with the JS f-GAN objective and reports another bound on it (JS, SMILE)."""
+    """Trains the critic with the JS f-GAN objective and reports another bound on it (JS, SMILE).
+
+    Training depends only on the scores (no state), so every JS-trained estimator of a run
+    shares one critic (see :attr:`Estimator.training_objective`)."""
+
+    training_objective = "js-fgan"
 
     def __init__(self, report):
         super().__init__()
@@ -157,3 +171,17 @@ def resolve_estimators(spec) -> list[str]:
 
 def make_estimator(name: str) -> Estimator:
     return ESTIMATORS.get(name).obj()
+
+
+def training_key(name: str) -> str:
+    """What a critic trained for estimator ``name`` is trained by: its shared objective, or its name."""
+    return make_estimator(name).training_objective or ESTIMATORS.get(name).name
+
+
+def training_groups(names: list[str]) -> list[list[int]]:
+    """Indices into ``names`` grouped by :func:`training_key`, in order of first appearance:
+    one critic is trained per group.  ``["nwj", "js", "smile-5"]`` -> ``[[0], [1, 2]]``."""
+    groups: dict[str, list[int]] = {}
+    for i, name in enumerate(names):
+        groups.setdefault(training_key(name), []).append(i)
+    return list(groups.values())
