@@ -113,7 +113,7 @@ def engine_ms_per_step(task_name, engine, steps, shared=True):
     kernels.ONEDNN = kernels._onednn_available()                # section 1's naive step switches it off
     grouping = harness.training_groups
     if not shared:
-        harness.training_groups = lambda names: [[i] for i in range(len(names))]
+        harness.training_groups = lambda names: {str(i): [i] for i in range(len(names))}
     try:
         run(dataclasses.replace(cfg, steps=5), plot=False)      # warm-up (pools, caches, allocator)
         res = run(cfg, plot=False)

@@ -35,7 +35,7 @@ from . import __version__
 from .kernels import kernel_name, make_adam
 from .critics import DEFAULT_EMBED, DEFAULT_HIDDEN, DEFAULT_LAYERS, make_critic
 from .errors import MibenchError, Terminated
-from .estimators import make_estimator, resolve_estimators, training_groups, training_key
+from .estimators import make_estimator, resolve_estimators, training_groups
 from .metrics import SUMMARY_COLUMNS, summarize
 from .schedule import parse_schedule
 from .tasks import make_task
@@ -120,13 +120,13 @@ def build_models(cfg: RunConfig, dim_x: int, dim_y: int, device):
     training is the same objective on the same scores, e.g. JS and SMILE-tau, share one), each
     initialised from a seed derived from (seed, training objective, critic), so an estimator's
     curve is the same whether it trains alone or with others.  One head per estimator.
-    Returns ``(critics, heads, groups)`` with ``groups[g]`` the estimator indices of critic g.
+    Returns ``(critics, heads, groups)`` with ``groups`` the estimator indices of each critic,
+    keyed by training objective in the critics' order.
     """
     heads = [make_estimator(name).to(device) for name in cfg.estimators]
     groups = training_groups(cfg.estimators)
     critics = []
-    for group in groups:
-        key = training_key(cfg.estimators[group[0]])
+    for key in groups:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(derived_seed(cfg.seed, key, cfg.critic, cfg.hidden, cfg.layers, cfg.embed))
             critic = make_critic(cfg.critic, dim_x, dim_y, cfg.hidden, cfg.layers, cfg.embed)
@@ -206,8 +206,7 @@ def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True,
         "environment": environment(device),
         "engine": choose_engine(cfg, device),
         "critics_trained": len(groups),
-        "shared_critics": {training_key(cfg.estimators[g[0]]): [cfg.estimators[e] for e in g]
-                           for g in groups if len(g) > 1},
+        "shared_critics": {key: [cfg.estimators[e] for e in g] for key, g in groups.items() if len(g) > 1},
         "ceilings_bits": {n: c for n, c in ceilings.items() if math.isfinite(c)},
         "notes": _ceiling_notes(ceilings, schedule.levels),
         "metrics_window": f"per true-MI level: all steps of the level after the first {cfg.burn_in} (burn-in); bits",
@@ -350,11 +349,9 @@ def _step_group(heads, members, scores, buffer, step):
     members train by the same objective) and its estimate; the others read theirs off the same
     scores without building a graph.  Returns the loss."""
     loss, buffer[members[0], step] = heads[members[0]](scores)
-    if len(members) > 1:
-        with torch.no_grad():
-            detached = scores.detach()
-            for e in members[1:]:
-                buffer[e, step] = heads[e].value(detached)
+    with torch.no_grad():
+        for e in members[1:]:
+            buffer[e, step] = heads[e].value(scores)
     return loss
 
 
@@ -366,7 +363,8 @@ def _loop(cfg, task, schedule, critics, heads, groups, device, progress, params,
     buffer = torch.full((n_est, steps), float("nan"), device=device)
     host = np.full((n_est, steps), np.nan)
     active = list(range(n_est))
-    live = [(g, members) for g, members in enumerate(groups)]   # (critic, its live estimators)
+    groups = list(groups.values())
+    live = list(enumerate(groups))          # (critic, its live estimators)
     diverged: dict[str, int] = {}
     block = max(1, int(cfg.log_every))
 

@@ -358,7 +358,7 @@ def _estimator_groups(estimators: list, split) -> list[list]:
     (nearly) equal numbers of critics per cell; ``True``: one cell per critic."""
     from .estimators import training_groups
 
-    units = training_groups(estimators)
+    units = list(training_groups(estimators).values())
     n = len(units) if split is True else min(len(units), int(split or 1))
     size, extra = divmod(len(units), n)
     cells, start = [], 0

@@ -178,10 +178,10 @@ def training_key(name: str) -> str:
     return make_estimator(name).training_objective or ESTIMATORS.get(name).name
 
 
-def training_groups(names: list[str]) -> list[list[int]]:
-    """Indices into ``names`` grouped by :func:`training_key`, in order of first appearance:
-    one critic is trained per group.  ``["nwj", "js", "smile-5"]`` -> ``[[0], [1, 2]]``."""
+def training_groups(names: list[str]) -> dict[str, list[int]]:
+    """Indices into ``names`` keyed by :func:`training_key`, in order of first appearance: one
+    critic is trained per group.  ``["nwj", "js", "smile-5"]`` -> ``{"nwj": [0], "js-fgan": [1, 2]}``."""
     groups: dict[str, list[int]] = {}
     for i, name in enumerate(names):
         groups.setdefault(training_key(name), []).append(i)
-    return list(groups.values())
+    return groups
