@@ -5,7 +5,7 @@ __version__ = "0.1.0"
 
 from .errors import MibenchError, DataNotFoundError
 
-__all__ = ["MibenchError", "DataNotFoundError", "estimate", "__version__"]
+__all__ = ["MibenchError", "DataNotFoundError", "estimate", "load_runs", "__version__"]
 
 
 def estimate(x, y, **kwargs):
@@ -13,3 +13,11 @@ def estimate(x, y, **kwargs):
     from .api import estimate as _estimate
 
     return _estimate(x, y, **kwargs)
+
+
+def load_runs(path, complete_only: bool = False):
+    """Every per-step estimate of every run directory under ``path`` as one pandas DataFrame (one
+    row per run x step x estimator, with the run's config columns); see :func:`mibench.results.load_runs`."""
+    from .results import load_runs as _load_runs
+
+    return _load_runs(path, complete_only=complete_only)

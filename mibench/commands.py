@@ -38,6 +38,9 @@ def register_cli(sub) -> None:
     p.add_argument("--out", default=None, help="run directory (default results/runs/<readable name>)")
     p.add_argument("--no-plot", action="store_true", help="skip staircase.png")
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    p.add_argument("--config", default=None, metavar="CONFIG_JSON",
+                   help="re-run a recorded run exactly: its config.json (or run directory); flags given alongside "
+                        "override it and are recorded in the new config.json under rerun_of")
     g = p.add_argument_group("task parameters (only those a task takes are accepted)")
     g.add_argument("--dim", type=int, help="gaussian: dimension d (default 10)")
     g.add_argument("--cubic", action="store_true", default=None, help="gaussian: y -> y^3 (MI unchanged)")
@@ -50,6 +53,7 @@ def register_cli(sub) -> None:
     g.add_argument("--n-per-class", type=int, help="text: reviews embedded per class")
     g.add_argument("--transform", help="apply g to X and Y: realnvp | maf | irevnet (invertible) | resnet (vision)")
     g.add_argument("--layer", help="resnet features: stem | layer1 | layer2 | layer3 | layer4 | pool (default pool)")
+    track_given(p)      # last before set_defaults: --config needs to know which flags were given
     p.set_defaults(func=cmd_run)
 
     lp = sub.add_parser("list", help="list tasks, estimators and critics")
@@ -74,20 +78,90 @@ def default_run_name(cfg) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]", "-", name.replace(",", "+"))
 
 
+#: ``run`` flags whose dest differs from the RunConfig field they set
+FLAG_FIELDS = {"estimator": "estimators"}
+#: ``run`` flags that do not change the numbers (allowed next to --config, not recorded as overrides)
+OUTPUT_FLAGS = {"out", "no_plot", "quiet", "config"}
+
+
+class _GivenMixin:
+    """An argparse action that also records its dest in ``namespace._given``."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        super().__call__(parser, namespace, values, option_string)
+        namespace._given = set(getattr(namespace, "_given", ())) | {self.dest}
+
+
+_GIVEN_CLASSES: dict = {}
+
+
+def track_given(parser) -> None:
+    """Make every option of ``parser`` added so far record that it was given on the command line
+    (``args._given``), so ``--config`` overrides exactly the flags the user typed (even one set to
+    its default value)."""
+    for action in parser._actions:
+        cls = type(action)
+        if not action.option_strings or issubclass(cls, _GivenMixin) or action.dest == "help":
+            continue
+        if cls not in _GIVEN_CLASSES:
+            _GIVEN_CLASSES[cls] = type(f"Given{cls.__name__}", (_GivenMixin, cls), {})
+        action.__class__ = _GIVEN_CLASSES[cls]
+
+
+def rerun_config(args):
+    """``mibench run --config FILE [flags]``: the recorded RunConfig with the flags given on the
+    command line applied on top; returns ``(config, extra)`` with ``extra`` the ``rerun_of``
+    record for config.json.  Unknown or bad files and flags that cannot apply raise MibenchError."""
+    import dataclasses
+    import json
+
+    from .errors import MibenchError
+    from .harness import RunConfig
+    from .results import load_run_config
+
+    base = load_run_config(args.config)
+    fields = {f.name for f in dataclasses.fields(RunConfig)}
+    changes, params, overrides = {}, dict(base.task_params or {}), {}
+    for dest in sorted(getattr(args, "_given", ())):
+        value = getattr(args, dest)
+        if dest in OUTPUT_FLAGS:
+            continue
+        if dest in TASK_FLAGS:
+            params[dest] = value
+        elif FLAG_FIELDS.get(dest, dest) in fields:
+            changes[FLAG_FIELDS.get(dest, dest)] = value
+        else:
+            raise MibenchError(f"--{dest.replace('_', '-')} cannot be combined with --config (it is not part of a "
+                               "run's config)")
+        overrides[dest.replace("_", "-")] = value
+    cfg = dataclasses.replace(base, task_params=params, **changes)
+    path = Path(args.config)
+    path = path / "config.json" if path.is_dir() else path
+    try:
+        recorded_id = json.loads(path.read_text()).get("run_id")
+    except (OSError, ValueError, AttributeError):
+        recorded_id = None
+    return cfg, {"rerun_of": {"config": str(path.resolve()), "run_id": recorded_id, "overrides": overrides}}
+
+
 def cmd_run(args) -> int:
     from .harness import RunConfig, prepare, run
 
-    cfg = RunConfig(task=args.task, task_params=task_params_from_args(args), estimators=args.estimator,
-                    critic=args.critic, hidden=args.hidden, layers=args.layers, embed=args.embed, mi=args.mi,
-                    steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed, device=args.device,
-                    burn_in=args.burn_in, engine=args.engine, precision=args.precision)
+    extra = None
+    if getattr(args, "config", None):
+        cfg, extra = rerun_config(args)
+    else:
+        cfg = RunConfig(task=args.task, task_params=task_params_from_args(args), estimators=args.estimator,
+                        critic=args.critic, hidden=args.hidden, layers=args.layers, embed=args.embed, mi=args.mi,
+                        steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
+                        device=args.device, burn_in=args.burn_in, engine=args.engine, precision=args.precision)
     prepared = prepare(cfg)
     cfg = prepared[0]
     out = Path(args.out) if args.out else Path("results") / "runs" / default_run_name(cfg)
     if not args.quiet:
         print(f"mibench: {cfg.task} · {', '.join(cfg.estimators)} · {cfg.critic} critic · {cfg.steps} steps · -> {out}",
               file=sys.stderr)
-    result = run(cfg, out_dir=out, progress=not args.quiet, plot=not args.no_plot, prepared=prepared)
+    result = run(cfg, out_dir=out, progress=not args.quiet, plot=not args.no_plot, prepared=prepared, extra=extra)
     if not args.quiet:
         print(format_summary(result))
     print(f"wrote {out}/ (config.json, estimates.csv, summary.csv{'' if args.no_plot else ', staircase.png'})")

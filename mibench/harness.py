@@ -184,8 +184,13 @@ def prepare(cfg: RunConfig):
     return cfg, device, task, schedule
 
 
-def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True, prepared=None) -> RunResult:
-    """Train and evaluate; if ``out_dir`` is given, write the run directory (see :mod:`mibench.results`)."""
+def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True, prepared=None,
+        run_id: str | None = None, extra: dict | None = None) -> RunResult:
+    """Train and evaluate; if ``out_dir`` is given, write the run directory (see :mod:`mibench.results`).
+
+    ``run_id`` (default: the run directory's name) is recorded in config.json and in every row of
+    estimates.csv, which is appended to at every logging block (``log_every`` steps) so an
+    interrupted run keeps what it logged; ``extra`` adds keys to config.json (e.g. ``rerun_of``)."""
     from . import results
 
     cfg, device, task, schedule = prepared or prepare(cfg)
@@ -197,8 +202,11 @@ def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True,
     critics, heads, groups = build_models(cfg, task.dim_x, task.dim_y, device)
     ceilings = {n: nats_to_bits(h.ceiling_nats(cfg.batch_size)) for n, h in zip(cfg.estimators, heads)}
 
+    out = Path(out_dir) if out_dir is not None else None
+    run_id = run_id or (out.resolve().name if out is not None else None)
     config = {
         "status": "running",
+        "run_id": run_id,
         "config": dataclasses.asdict(cfg),
         "schedule": {"levels_bits": list(schedule.levels), "description": schedule.describe(),
                      "boundaries": schedule.boundaries.tolist()},
@@ -211,23 +219,28 @@ def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True,
         "notes": _ceiling_notes(ceilings, schedule.levels),
         "metrics_window": f"per true-MI level: all steps of the level after the first {cfg.burn_in} (burn-in); bits",
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **(extra or {}),
     }
-    out = Path(out_dir) if out_dir is not None else None
+    log = None
     with _sigterm_stops_training():
         if out is not None:
             results.write_json(out / "config.json", config)
+            log = results.EstimatesLog(out / "estimates.csv", cfg.estimators, cfg.critic, run_id, cfg.seed).open()
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         t0 = time.perf_counter()
         status = "failed"
         try:
-            estimates, diverged = _train(cfg, task, schedule, critics, heads, groups, device, progress)
+            estimates, diverged = _train(cfg, task, schedule, critics, heads, groups, device, progress,
+                                         on_block=log.append if log is not None else None)
             _check_stop()
             status = "complete"
         except KeyboardInterrupt:
             status = "interrupted"
             raise
         finally:
+            if log is not None:
+                log.close()
             if status != "complete" and out is not None:
                 config["status"] = status
                 results.write_json(out / "config.json", config)
@@ -240,7 +253,7 @@ def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True,
                   finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     result = RunResult(config, list(cfg.estimators), true_mi, estimates, summary, diverged, out)
     if out is not None:
-        results.write_estimates(out / "estimates.csv", cfg.estimators, cfg.critic, true_mi, estimates)
+        log.finish(true_mi, estimates)       # the final order, atomically (same rows as the blocks)
         results.write_rows(out / "summary.csv", summary, SUMMARY_COLUMNS)
         if plot:
             from .plots import plot_staircase
@@ -310,7 +323,7 @@ def _ceiling_notes(ceilings: dict, levels) -> list[str]:
     return notes
 
 
-def _train(cfg, task, schedule, critics, heads, groups, device, progress):
+def _train(cfg, task, schedule, critics, heads, groups, device, progress, on_block=None):
     stacked = None
     if choose_engine(cfg, device) == "stacked":
         from .critics.stacked import StackedJointCritics
@@ -319,7 +332,8 @@ def _train(cfg, task, schedule, critics, heads, groups, device, progress):
         critics = [stacked]
     params = [p for m in (*critics, *heads) for p in m.parameters()]
     with _precision(cfg.precision, device) as scores_of:
-        return _loop(cfg, task, schedule, critics, heads, groups, device, progress, params, stacked, scores_of)
+        return _loop(cfg, task, schedule, critics, heads, groups, device, progress, params, stacked, scores_of,
+                     on_block)
 
 
 @contextlib.contextmanager
@@ -355,7 +369,7 @@ def _step_group(heads, members, scores, buffer, step):
     return loss
 
 
-def _loop(cfg, task, schedule, critics, heads, groups, device, progress, params, stacked, scores_of):
+def _loop(cfg, task, schedule, critics, heads, groups, device, progress, params, stacked, scores_of, on_block=None):
     n_est, steps = len(heads), cfg.steps
     optimizer = make_adam(params, cfg.lr) if params else None
     generator = torch.Generator(device=device).manual_seed(cfg.seed)
@@ -408,6 +422,8 @@ def _loop(cfg, task, schedule, critics, heads, groups, device, progress, params,
             # a critic trains on while any estimator reading it is live
             live = [(g, [e for e in members if e in active]) for g, members in enumerate(groups)]
             live = [(g, members) for g, members in live if members]
+            if on_block is not None:        # e.g. append the block to estimates.csv (whole lines, flushed)
+                on_block(levels, host, start, step + 1)
             if bar is not None:
                 bar.set_postfix({"true": f"{levels[step]:g}",
                                  **{cfg.estimators[e][:9]: f"{host[e, step]:.2f}" for e in active[:4]}},

@@ -541,7 +541,7 @@ def execute_cell(config: dict, out_dir: str, threads: int | None = None, plot: b
     result = {"status": "failed", "error": None, "diverged": {}, "host": socket.gethostname(), "pid": os.getpid(),
               "torch_threads": torch.get_num_threads()}
     try:
-        res = run(RunConfig(**config), out_dir=target, progress=False, plot=plot)
+        res = run(RunConfig(**config), out_dir=target, progress=False, plot=plot, run_id=Path(out_dir).name)
         result.update(status="complete", diverged=dict(res.diverged))
     except Exception as exc:   # recorded, not fatal: the sweep goes on
         while isinstance(exc, UnboundLocalError) and exc.__context__ is not None:

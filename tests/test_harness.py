@@ -101,7 +101,8 @@ def test_run_directory_contents(tmp_path):
     assert conf["ceilings_bits"]["infonce"] == pytest.approx(4.0)        # log2(16)
     assert any("infonce cannot exceed" in n for n in conf["notes"])
     est = list(csv.DictReader(open(out / "estimates.csv")))
-    assert list(est[0]) == ["step", "estimator", "critic", "true_mi", "estimate"]
+    assert list(est[0]) == ["step", "estimator", "critic", "true_mi", "estimate", "run_id", "seed"]
+    assert {(r["run_id"], r["seed"]) for r in est} == {("run", "0")} and conf["run_id"] == "run"
     assert len(est) == 60 and {r["estimator"] for r in est} == {"smile-5", "infonce"}
     summ = list(csv.DictReader(open(out / "summary.csv")))
     assert list(summ[0]) == ["task", "estimator", "critic", "true_mi", "mean_estimate", "bias", "variance", "mse", "steps"]
