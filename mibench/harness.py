@@ -259,7 +259,7 @@ def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True,
             from .plots import plot_staircase
 
             title = f"{task.name} · {cfg.critic} critic · batch {cfg.batch_size} · seed {cfg.seed}"
-            plot_staircase(out / "staircase.png", cfg.estimators, true_mi, estimates, title, ceilings)
+            plot_staircase(out / "staircase.png", cfg.estimators, true_mi, estimates, title, ceilings, diverged=diverged)
         results.write_json(out / "config.json", config)   # last: marks the directory complete
     return result
 

@@ -1,63 +1,245 @@
 """Figures.  The staircase plot follows the paper's figures: raw per-step estimates as faint
-points, an exponentially weighted moving average as a line, and the true MI as a black staircase.
-Matplotlib's Agg backend is used so plots work headless.
+points, an exponentially weighted moving average (restarted at every true-MI level) as a line, and
+the true MI as a black staircase.
+
+* Every estimator has one fixed colour in every figure (:func:`estimator_color`: a fixed table for
+  the built-in estimators, a colour derived from a hash of the name for any other).
+* Figures are drawn with matplotlib's object-oriented API (``matplotlib.figure.Figure`` on an Agg
+  canvas), so they work headless and never switch the caller's pyplot backend nor change its
+  rcParams.
+* What a figure draws is computed by testable helpers (:func:`smooth_per_level`,
+  :func:`staircase_data`, :func:`metric_scale`); the ``plot_*`` functions only draw it.
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 
-def _pyplot():
+#: fixed colours of the built-in estimators (the paper's eight keep matplotlib's tab10 order)
+ESTIMATOR_COLORS = {
+    "nwj": "#1f77b4", "js": "#ff7f0e", "infonce": "#2ca02c", "dv": "#d62728", "mine": "#9467bd",
+    "smile-1": "#8c564b", "smile-5": "#e377c2", "smile-inf": "#7f7f7f", "tuba": "#bcbd22", "ksg": "#17becf",
+    "smile": "#e377c2", "js-paper": "#ffbb78", "alpha-infonce": "#98df8a", "gaussian": "#393b79",
+    "histogram": "#637939", "doe-flow": "#8c6d31", "f-dime": "#843c39",
+}
+#: the order estimators are drawn and listed in (others follow in the order given)
+ESTIMATOR_ORDER = ["nwj", "js", "infonce", "dv", "mine", "smile-1", "smile-5", "smile-inf"]
+TRUE_MI_COLOR = "black"
+
+
+def estimator_color(name: str) -> str:
+    """The colour of ``name`` in every figure: fixed for built-in estimators; for any other name
+    (a plug-in, ``smile-2.5``) a hue from a hash of the name (stable across processes and runs),
+    at a fixed saturation and value so it is never grey or black like the true-MI staircase."""
+    name = str(name)
+    if name in ESTIMATOR_COLORS:
+        return ESTIMATOR_COLORS[name]
+    import colorsys
+
+    h = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "little")
+    hue = (h & 0xFFFF) / 0x10000
+    sat = 0.55 + 0.35 * ((h >> 16) & 0xFF) / 0xFF
+    val = 0.60 + 0.25 * ((h >> 24) & 0xFF) / 0xFF
+    r, g, b = colorsys.hsv_to_rgb(hue, sat, val)
+    return "#{:02x}{:02x}{:02x}".format(*(int(round(c * 255)) for c in (r, g, b)))
+
+
+def palette(names) -> dict:
+    """``{estimator: colour}`` for seaborn's ``palette=`` (see :func:`estimator_color`)."""
+    return {n: estimator_color(n) for n in names}
+
+
+def ordered(names) -> list:
+    """Estimator names in the canonical order (the paper's eight first), duplicates dropped."""
+    names = list(dict.fromkeys(names))
+    return [n for n in ESTIMATOR_ORDER if n in names] + [n for n in names if n not in ESTIMATOR_ORDER]
+
+
+# ------------------------------------------------------------------------------ figure plumbing
+
+
+def _figure(**kwargs):
+    """A Figure on its own Agg canvas: no pyplot, no backend switch, not in pyplot's figure list."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(**kwargs)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+@contextlib.contextmanager
+def _style(seaborn: bool = False):
+    """rcParams for one figure, restored afterwards (the caller's style is left as it was)."""
     import matplotlib
 
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    with matplotlib.rc_context():
+        if seaborn:
+            import seaborn as sns
 
-    return plt
+            sns.set_theme(style="whitegrid", context="notebook")
+        yield
 
 
-def ewm(values: np.ndarray, span: int = 200) -> np.ndarray:
-    """Exponentially weighted moving average (pandas' ``ewm(span).mean()``, adjust=True), NaN-aware."""
+def _save(fig, path) -> Path:
+    from .results import atomic_path
+
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png")
+    return path
+
+
+# ------------------------------------------------------------------------------ staircase
+
+
+def ewm(values: np.ndarray, span: int = 200, min_periods: int = 0) -> np.ndarray:
+    """Exponentially weighted moving average (pandas' ``ewm(span).mean()``, adjust=True), NaN-aware;
+    NaN until ``min_periods`` finite values have been seen."""
     import pandas as pd
 
-    return pd.Series(values).ewm(span=span, ignore_na=True).mean().to_numpy()
+    return pd.Series(values).ewm(span=span, ignore_na=True, min_periods=min_periods).mean().to_numpy()
+
+
+def level_segments(true_mi: np.ndarray) -> np.ndarray:
+    """Start index of every constant-true-MI segment, plus ``len(true_mi)`` at the end."""
+    true_mi = np.asarray(true_mi, dtype=float)
+    return np.concatenate([[0], np.flatnonzero(np.diff(true_mi) != 0) + 1, [len(true_mi)]])
+
+
+def smooth_per_level(values: np.ndarray, true_mi: np.ndarray, span: int, min_periods: int | None = None) -> np.ndarray:
+    """EWM of ``values`` restarted at every change of the true MI, so a level's line starts at
+    that level's own estimates instead of dragging the previous level's in.  The line starts once
+    ``min_periods`` (default span / 10) estimates of the level are in, not on one noisy step; steps
+    whose estimate is not finite (after a divergence) stay NaN rather than repeating the last average."""
+    values = np.asarray(values, dtype=float)
+    out = np.full(values.shape, np.nan)
+    mp = max(1, span // 10) if min_periods is None else int(min_periods)
+    bounds = level_segments(true_mi)
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        out[a:b] = ewm(values[a:b], span, min(mp, b - a))
+    out[~np.isfinite(values)] = np.nan
+    return out
+
+
+def divergence_steps(names, estimates: np.ndarray, diverged: dict | None = None) -> dict:
+    """``{estimator: step}`` where it diverged: the recorded step when given (config.json's
+    ``diverged``), else the first non-finite estimate (the harness blanks every later step)."""
+    out = {}
+    for name, est in zip(names, estimates):
+        if diverged and name in diverged:
+            out[name] = int(diverged[name])
+            continue
+        bad = np.flatnonzero(~np.isfinite(np.asarray(est, dtype=float)))
+        if bad.size:
+            out[name] = int(bad[0])
+    return out
+
+
+@dataclass
+class StaircaseData:
+    """Everything :func:`plot_staircase` draws, in data coordinates (bits, steps)."""
+    names: list
+    steps: np.ndarray
+    true_mi: np.ndarray
+    estimates: np.ndarray           # (n, steps) raw
+    smoothed: np.ndarray            # (n, steps) EWM restarted per level
+    colors: dict
+    ylim: tuple
+    span: int
+    #: estimator -> (step, y, clipped): where its divergence marker goes; y is its last smoothed
+    #: (else raw) finite value before the step, clipped into ylim (``clipped`` says so)
+    diverged: dict = field(default_factory=dict)
+    #: (ceiling in bits, label) per distinct ceiling below the top true MI; the label goes in the
+    #: right margin, outside the axes, at the ceiling's height: never over the curves
+    ceilings: list = field(default_factory=list)
+
+
+def staircase_data(names, true_mi, estimates, ceilings: dict | None = None, diverged: dict | None = None,
+                   span: int | None = None) -> StaircaseData:
+    true_mi = np.asarray(true_mi, dtype=float)
+    estimates = np.atleast_2d(np.asarray(estimates, dtype=float))
+    names = list(names)
+    steps = np.arange(len(true_mi))
+    span = int(span or max(10, len(true_mi) // 100))
+    smoothed = np.vstack([smooth_per_level(e, true_mi, span) for e in estimates]) if len(names) else estimates
+    finite = estimates[np.isfinite(estimates)]
+    top = float(np.max(true_mi)) if true_mi.size else 1.0
+    hi = max(top * 1.4 + 1, 1.0)
+    lo = min(-1.0, float(np.percentile(finite, 0.5)) if finite.size else -1.0)
+    ylim = (max(lo, -0.3 * hi), hi)
+    marks = {}
+    for name, step in divergence_steps(names, estimates, diverged).items():
+        i = names.index(name)
+        before = smoothed[i, :step]
+        ok = np.flatnonzero(np.isfinite(before))
+        if not ok.size:
+            raw = estimates[i, :step]
+            ok = np.flatnonzero(np.isfinite(raw))
+            before = raw
+        y = float(before[ok[-1]]) if ok.size else float(true_mi[min(step, len(true_mi) - 1)])
+        yc = float(np.clip(y, *ylim))
+        marks[name] = (int(step), yc, yc != y)
+    by_value: dict = {}
+    for name, c in (ceilings or {}).items():
+        if c is not None and np.isfinite(c) and c < top:
+            by_value.setdefault(round(float(c), 6), []).append(name)
+    ceil = [(v, f"{', '.join(ns)}\nceiling\nlog₂K = {v:.3g}") for v, ns in sorted(by_value.items())]
+    return StaircaseData(names, steps, true_mi, estimates, smoothed, palette(names), ylim, span, marks, ceil)
 
 
 def plot_staircase(path, names, true_mi: np.ndarray, estimates: np.ndarray, title: str = "",
-                   ceilings: dict | None = None, span: int | None = None) -> Path:
-    plt = _pyplot()
-    steps = np.arange(len(true_mi))
-    span = span or max(10, len(true_mi) // 100)
-    fig, ax = plt.subplots(figsize=(9, 5), dpi=110)
-    colors = plt.get_cmap("tab10")
-    for i, (name, est) in enumerate(zip(names, estimates)):
-        c = colors(i % 10)
-        ax.scatter(steps, est, s=2, alpha=0.12, color=c, rasterized=True, linewidths=0)
-        ax.plot(steps, ewm(est, span), color=c, lw=1.6, label=name)
-    ax.step(steps, true_mi, where="post", color="black", lw=1.5, label="true MI")
-    for name, ceiling in (ceilings or {}).items():
-        if np.isfinite(ceiling) and ceiling < np.max(true_mi):
-            ax.axhline(ceiling, color="grey", ls=":", lw=1)
-            ax.text(steps[-1], ceiling, f" {name} ceiling log2 K", va="bottom", ha="right", fontsize=8, color="grey")
-    finite = estimates[np.isfinite(estimates)]
-    hi = max(float(np.max(true_mi)) * 1.4 + 1, 1.0)
-    lo = min(-1.0, float(np.percentile(finite, 0.5)) if finite.size else -1.0)
-    ax.set_ylim(max(lo, -0.3 * hi), hi)
-    ax.set_xlabel("training step")
-    ax.set_ylabel("mutual information (bits)")
-    ax.set_title(title or "MI estimates vs. true MI")
-    ax.legend(loc="upper left", fontsize=8, ncol=2)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = Path(path)
-    from .results import atomic_path
+                   ceilings: dict | None = None, span: int | None = None, diverged: dict | None = None):
+    """Estimates vs. step over the true-MI staircase; returns ``path`` (the Figure is ``.figure``
+    of the returned path's :func:`last_figure`... see :func:`draw_staircase` for the Figure)."""
+    fig = draw_staircase(names, true_mi, estimates, title, ceilings, span, diverged)
+    return _save(fig, path)
 
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png")
-    plt.close(fig)
-    return path
+
+def draw_staircase(names, true_mi, estimates, title: str = "", ceilings: dict | None = None,
+                   span: int | None = None, diverged: dict | None = None):
+    """The staircase Figure (not saved).  Curves in the estimators' fixed colours; a diverged
+    estimator gets an ✕ where it diverged (on the axis edge when off the scale) and its legend
+    entry says at which step; ceiling labels sit in the right margin."""
+    from matplotlib.transforms import blended_transform_factory
+
+    d = staircase_data(names, true_mi, estimates, ceilings, diverged, span)
+    with _style():
+        fig = _figure(figsize=(10, 5.6), dpi=110)
+        ax = fig.add_subplot()
+        order = ordered(d.names)
+        for name in order:
+            i = d.names.index(name)
+            c = d.colors[name]
+            ax.scatter(d.steps, d.estimates[i], s=2, alpha=0.12, color=c, rasterized=True, linewidths=0)
+            label = name if name not in d.diverged else f"{name} (diverged at step {d.diverged[name][0]})"
+            ax.plot(d.steps, d.smoothed[i], color=c, lw=1.6, label=label)
+        ax.step(d.steps, d.true_mi, where="post", color=TRUE_MI_COLOR, lw=1.5, label="true MI")
+        for name in order:
+            if name in d.diverged:
+                step, y, clipped = d.diverged[name]
+                ax.plot([step], [y], marker="X", ms=11, color=d.colors[name], mec="black", mew=0.8, ls="none",
+                        clip_on=False, zorder=5)
+        right = blended_transform_factory(ax.transAxes, ax.transData)
+        for value, label in d.ceilings:
+            ax.axhline(value, color="grey", ls=":", lw=1)
+            ax.text(1.01, value, label, transform=right, va="center", ha="left", fontsize=8, color="dimgrey",
+                    clip_on=False)
+        ax.set_ylim(*d.ylim)
+        ax.set_xlim(0, max(len(d.steps) - 1, 1))
+        ax.set_xlabel("training step")
+        ax.set_ylabel("mutual information (bits)")
+        ax.set_title(title or "MI estimates vs. true MI")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize=8, ncol=min(5, len(order) + 1),
+                  frameon=False)
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+    return fig
 
 
 # ---------------------------------------------------------------------------------------------
@@ -74,20 +256,52 @@ SWEEP_AXES = {"ds": "number of information sources ds", "dr": "representation di
 
 
 def _seaborn():
-    _pyplot()
     import seaborn as sns
 
-    sns.set_theme(style="whitegrid", context="notebook")
     return sns
 
 
-def _save(fig, path) -> None:
-    from .results import atomic_path
+def metric_scale(values, metric: str, flatten: float = 20.0) -> tuple[str, dict]:
+    """The y scale of a metric panel: ``("linear", {})`` unless one value would flatten the
+    others, i.e. the largest magnitude is more than ``flatten`` times the 75th percentile of the
+    magnitudes (Table 3's Gaussian DV: variance 2.5e7 bits² next to 0.1-2 for the rest).  Then
+    variance / MSE / |bias| (never negative) get ``("log", {})`` and bias (signed) gets
+    ``("symlog", {"linthresh": t})`` with ``t`` the power of ten at or above that percentile,
+    so the usual values stay on a linear scale and the outliers are compressed."""
+    v = np.abs(np.asarray(values, dtype=float))
+    v = v[np.isfinite(v)]
+    if v.size < 2:
+        return "linear", {}
+    q75, top = float(np.percentile(v, 75)), float(v.max())
+    if top <= 0 or top <= flatten * max(q75, 1e-12):
+        return "linear", {}
+    if metric == "bias":
+        return "symlog", {"linthresh": float(10 ** np.ceil(np.log10(max(q75, 1e-3))))}
+    return "log", {}
 
-    path = Path(path)
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png")
-    _pyplot().close(fig)
+
+def _apply_scale(ax, values, metric: str, label: str) -> str:
+    """Set the panel's y scale (:func:`metric_scale`); returns the y label, which says the scale."""
+    scale, kw = metric_scale(values, metric)
+    if scale == "log":
+        ax.set_yscale("log")
+        v = np.asarray(values, dtype=float)
+        v = v[np.isfinite(v) & (v > 0)]
+        if v.size:
+            ax.set_ylim(bottom=float(v.min()) / 3)
+        return label.replace(")", ", log scale)")
+    if scale == "symlog":
+        ax.set_yscale("symlog", **kw)
+        v = np.asarray(values, dtype=float)
+        v = v[np.isfinite(v)]
+        t = kw["linthresh"]         # room for the bars and their error bars, no empty decades
+        lo = min(float(v.min()), ax.dataLim.y0 if np.isfinite(ax.dataLim.y0) else 0.0)
+        hi = max(float(v.max()), ax.dataLim.y1 if np.isfinite(ax.dataLim.y1) else 0.0)
+        ax.set_ylim(min(-t, 1.5 * lo) if lo < 0 else -t / 2, max(t, 1.5 * hi) if hi > 0 else t / 2)
+        return label.replace(")", f", symlog: linear within ±{t:g})")
+    if metric != "bias":            # variance and MSE are >= 0 (a t interval may reach below)
+        ax.set_ylim(bottom=0)
+    return label
 
 
 def _errorbar(df, by=()):
@@ -104,34 +318,35 @@ def _n_seeds_note(df, by=()) -> str:
 
 
 def plot_metric_bars(samples, path, title: str = ""):
-    """Bias / variance / MSE per estimator (hue) and true-MI level (x): three panels."""
+    """Bias / variance / MSE per estimator (hue, fixed colours) and true-MI level (x): three
+    panels, each on the scale :func:`metric_scale` picks (log / symlog when an outlier would flatten
+    the rest; the axis label says so).  Returns the Figure."""
     import pandas as pd
 
     sns = _seaborn()
-    plt = _pyplot()
     df = pd.DataFrame(samples)
     order = sorted(df["estimator"].unique(), key=lambda e: (df.loc[df.estimator == e, "mse"].mean(), e))
     levels = sorted(df["true_mi"].unique())
     df = df.assign(level=df["true_mi"].map(lambda v: f"{v:g}"))
     eb = _errorbar(df)
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), dpi=110)
-    for ax, metric in zip(axes, ("bias", "variance", "mse")):
-        sns.barplot(data=df, x="level", y=metric, hue="estimator", hue_order=order,
-                    order=[f"{v:g}" for v in levels], errorbar=eb, capsize=0.1 if eb else 0, err_kws={"linewidth": 1},
-                    ax=ax, palette="tab10")
-        ax.set_xlabel("true MI (bits)")
-        ax.set_ylabel(METRIC_LABELS[metric])
-        ax.set_title(metric if metric != "mse" else "MSE")
-        if metric == "bias":
-            ax.axhline(0, color="black", lw=0.8)
-        else:   # variance and MSE are >= 0 (a t interval may reach below)
-            ax.set_ylim(bottom=0)
-        if ax is not axes[-1] and ax.get_legend() is not None:
-            ax.get_legend().remove()
-    axes[-1].legend(title="estimator", fontsize=8, title_fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1))
-    fig.suptitle((title or "bias, variance and MSE per estimator") + f"  ({_n_seeds_note(df)})", fontsize=11)
-    fig.tight_layout()
-    _save(fig, path)
+    with _style(seaborn=True):
+        fig = _figure(figsize=(15, 4.6), dpi=110)
+        axes = fig.subplots(1, 3)
+        for ax, metric in zip(axes, ("bias", "variance", "mse")):
+            sns.barplot(data=df, x="level", y=metric, hue="estimator", hue_order=order,
+                        order=[f"{v:g}" for v in levels], errorbar=eb, capsize=0.1 if eb else 0,
+                        err_kws={"linewidth": 1}, ax=ax, palette=palette(order), saturation=1)
+            ax.set_xlabel("true MI (bits)")
+            ax.set_ylabel(_apply_scale(ax, df[metric], metric, METRIC_LABELS[metric]))
+            ax.set_title(metric if metric != "mse" else "MSE")
+            if metric == "bias":
+                ax.axhline(0, color="black", lw=0.8)
+            if ax is not axes[-1] and ax.get_legend() is not None:
+                ax.get_legend().remove()
+        axes[-1].legend(title="estimator", fontsize=8, title_fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1))
+        fig.suptitle((title or "bias, variance and MSE per estimator") + f"  ({_n_seeds_note(df)})", fontsize=11)
+        fig.tight_layout()
+        _save(fig, path)
     return fig
 
 
@@ -140,41 +355,46 @@ def plot_sweep(samples, axis: str, path, title: str = "", style: str | None = No
     import pandas as pd
 
     sns = _seaborn()
-    plt = _pyplot()
     df = pd.DataFrame(samples)
     levels = sorted(df["true_mi"].unique())[:6]
     categorical = axis == "critic" or not pd.api.types.is_numeric_dtype(df[axis])
-    order = sorted(df["estimator"].unique())
+    order = ordered(sorted(df["estimator"].unique()))
+    colors = palette(order)
     by = [axis] + ([style] if style else [])
     eb = _errorbar(df, by)
-    fig, axes = plt.subplots(2, len(levels), figsize=(4.2 * len(levels) + 1.8, 7.2), dpi=110, squeeze=False)
-    for j, level in enumerate(levels):
-        sub = df[df["true_mi"] == level]
-        for i, metric in enumerate(("mse", "bias")):
-            ax = axes[i, j]
-            if categorical:
-                sns.barplot(data=sub, x=axis, y=metric, hue="estimator", hue_order=order, errorbar=eb, ax=ax,
-                            palette="tab10", capsize=0.1 if eb else 0)
-            else:
-                sns.lineplot(data=sub, x=axis, y=metric, hue="estimator", hue_order=order, style=style,
-                             errorbar=eb, marker="o", ax=ax, palette="tab10", err_style="bars")
-                vals = sorted(sub[axis].dropna().unique())
-                if len(vals) > 2 and vals[0] > 0 and vals[-1] / vals[0] >= 20:
-                    ax.set_xscale("log")
-            if metric == "bias":
-                ax.axhline(0, color="black", lw=0.8)
-            ax.set_xlabel(SWEEP_AXES.get(axis, axis))
-            ax.set_ylabel(METRIC_LABELS[metric])
-            ax.set_title(f"true MI = {level:g} bits")
-            if ax.get_legend() is not None and not (i == 0 and j == len(levels) - 1):
-                ax.get_legend().remove()
-    leg_ax = axes[0, -1]
-    if leg_ax.get_legend() is not None:
-        leg_ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    fig.suptitle((title or f"estimation error vs {SWEEP_AXES.get(axis, axis)}") + f"  ({_n_seeds_note(df, by)})",
-                 fontsize=11)
-    fig.tight_layout()
-    _save(fig, path)
+    with _style(seaborn=True):
+        fig = _figure(figsize=(4.2 * len(levels) + 1.8, 7.2), dpi=110)
+        axes = fig.subplots(2, len(levels), squeeze=False)
+        for j, level in enumerate(levels):
+            sub = df[df["true_mi"] == level]
+            for i, metric in enumerate(("mse", "bias")):
+                ax = axes[i, j]
+                if categorical:
+                    sns.barplot(data=sub, x=axis, y=metric, hue="estimator", hue_order=order, errorbar=eb, ax=ax,
+                                palette=colors, capsize=0.1 if eb else 0, saturation=1)
+                else:
+                    sns.lineplot(data=sub, x=axis, y=metric, hue="estimator", hue_order=order, style=style,
+                                 errorbar=eb, marker="o", ax=ax, palette=colors, err_style="bars")
+                    vals = sorted(sub[axis].dropna().unique())
+                    if len(vals) > 2 and vals[0] > 0 and vals[-1] / vals[0] >= 20:
+                        ax.set_xscale("log")
+                label = METRIC_LABELS[metric]
+                if metric_scale(sub[metric], metric)[0] != "linear":
+                    label = _apply_scale(ax, sub[metric], metric, label)
+                if metric == "bias":
+                    ax.axhline(0, color="black", lw=0.8)
+                ax.set_xlabel(SWEEP_AXES.get(axis, axis))
+                ax.set_ylabel(label)
+                ax.set_title(f"true MI = {level:g} bits")
+                if ax.get_legend() is not None and not (i == 0 and j == len(levels) - 1):
+                    ax.get_legend().remove()
+        leg_ax = axes[0, -1]
+        if leg_ax.get_legend() is not None:
+            leg_ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+        fig.suptitle((title or f"estimation error vs {SWEEP_AXES.get(axis, axis)}") + f"  ({_n_seeds_note(df, by)})",
+                     fontsize=11)
+        fig.tight_layout()
+        _save(fig, path)
     return fig
 
 
@@ -193,17 +413,67 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]+", "-", str(text)).strip("-")[:120]
 
 
+def staircase_from_runs(run_dirs):
+    """``(names, true_mi, estimates, ceilings, diverged, config)`` read from the estimates.csv of
+    one run or of several runs of the same setup and seed (a sweep that split the estimators over
+    cells): every estimator of the setup in one array, in the canonical order.  ``config`` is the
+    first run's config.json.  Runs without estimates.csv are skipped (None when none has one)."""
+    from .errors import MibenchError
+    from .results import read_config, read_estimates
+
+    names, rows, ceilings, diverged, true_mi, first = [], {}, {}, {}, None, None
+    for d in run_dirs:
+        d = Path(d)
+        if not (d / "estimates.csv").is_file():
+            continue
+        cfg = read_config(d)
+        first = first or cfg
+        est = read_estimates(d / "estimates.csv")
+        steps = int(cfg.get("config", {}).get("steps") or (est["step"].max() + 1))
+        for name, e in est.groupby("estimator", sort=False):
+            if name in rows:
+                continue
+            e = e.sort_values("step")
+            mat_row = np.full(steps, np.nan)
+            idx = e["step"].to_numpy(int)
+            mat_row[idx] = e["estimate"].to_numpy(float)
+            tm = np.full(steps, np.nan)
+            tm[idx] = e["true_mi"].to_numpy(float)
+            if true_mi is None or (np.isnan(true_mi).any() and not np.isnan(tm).any()):
+                true_mi = tm
+            elif len(tm) != len(true_mi) or not np.allclose(tm, true_mi, equal_nan=True):
+                raise MibenchError(f"{d}: its true-MI schedule differs from the other runs of the setup")
+            rows[name] = mat_row
+            names.append(name)
+        ceilings.update(cfg.get("ceilings_bits") or {})
+        diverged.update(cfg.get("diverged") or {})
+    if not names:
+        return None
+    names = ordered(names)
+    true_mi = np.asarray(true_mi)
+    if np.isnan(true_mi).any():        # a partial run: extend the last logged level for the axis
+        ok = np.flatnonzero(np.isfinite(true_mi))
+        true_mi = true_mi[:ok[-1] + 1] if ok.size else true_mi[:0]
+    mat = np.vstack([rows[n][:len(true_mi)] for n in names])
+    return names, true_mi, mat, ceilings, diverged, first
+
+
+def _title(cfg: dict) -> str:
+    c = cfg["config"]
+    return f"{c['task']} · {c['critic']} critic · batch {c['batch_size']} · seed {c['seed']}"
+
+
 def plot_results(target, out_dir=None, max_bar_plots: int = 24) -> list[Path]:
     """``mibench plot``: figures for a run directory or for everything below a sweep directory.
 
     * run directory: ``staircase.png`` (re-rendered from estimates.csv) and ``metrics.png``, in the
       run directory unless ``out_dir`` is given;
     * sweep / results directory (``out_dir`` default ``<target>/plots``): ``metrics_<setup>.png``
-      per setup (seeds pooled) and ``sweep_<axis>_<task>.png`` for every axis that varies
-      (ds, dr, nuisance, critic depth / width, batch size, critic type).
+      per setup (seeds pooled), ``staircase_<setup>_s<seed>.png`` per setup and seed with all its
+      estimators in one figure (also when the sweep split them over cells), and
+      ``sweep_<axis>_<task>.png`` for every axis that varies (ds, dr, nuisance, critic depth /
+      width, batch size, critic type).
     """
-    import json
-
     import pandas as pd
 
     from .errors import MibenchError
@@ -216,18 +486,13 @@ def plot_results(target, out_dir=None, max_bar_plots: int = 24) -> list[Path]:
         if not is_complete(target):
             raise MibenchError(f"{target} is not a complete run directory (status in config.json)")
         out = Path(out_dir) if out_dir else target
-        cfg = json.loads((target / "config.json").read_text())
-        est = pd.read_csv(target / "estimates.csv")
-        names = list(dict.fromkeys(est["estimator"]))
-        steps = int(est["step"].max()) + 1
-        true_mi = est[est.estimator == names[0]].sort_values("step")["true_mi"].to_numpy()
-        mat = np.full((len(names), steps), np.nan)
-        for i, n in enumerate(names):
-            e = est[est.estimator == n]
-            mat[i, e["step"].to_numpy()] = e["estimate"].to_numpy()
+        got = staircase_from_runs([target])
+        if got is None:
+            raise MibenchError(f"{target} has no estimates.csv")
+        names, true_mi, mat, ceilings, diverged, cfg = got
         c = cfg["config"]
-        title = f"{c['task']} · {c['critic']} critic · batch {c['batch_size']} · seed {c['seed']}"
-        written.append(plot_staircase(out / "staircase.png", names, true_mi, mat, title, cfg.get("ceilings_bits")))
+        written.append(plot_staircase(out / "staircase.png", names, true_mi, mat, _title(cfg), ceilings,
+                                      diverged=diverged))
         col = collect([target])
         plot_metric_bars(per_seed_rows(col.runs), out / "metrics.png", title=f"{c['task']} · {c['critic']} critic")
         written.append(out / "metrics.png")
@@ -240,19 +505,29 @@ def plot_results(target, out_dir=None, max_bar_plots: int = 24) -> list[Path]:
     df = pd.DataFrame(per_seed_rows(col.runs))
     nuis = {str(r.path): (r.config.get("task_info") or {}).get("nuisance") for r in col.runs}
     df["nuisance"] = df["run_dir"].map(nuis)
-    n_bars = 0
+    n_bars = n_stairs = 0
     for key, g in df.groupby(SETUP_KEY, sort=True, dropna=False):
-        if n_bars >= max_bar_plots:
-            break
         s = dict(zip(SETUP_KEY, key))
         label = f"{s['task']}" + (f" ({s['task_params']})" if s["task_params"] else "") + \
                 f" · {s['critic']} {s['layers']}×{s['hidden']} · batch {s['batch_size']} · {s['steps']} steps"
         slug = _slug(f"{s['task']}_{s['task_params']}_{s['critic']}-d{s['layers']}w{s['hidden']}_b{s['batch_size']}"
                      f"_n{s['steps']}_mi{s['schedule']}")
-        path = out / f"metrics_{slug}.png"
-        plot_metric_bars(g, path, title=label)
-        written.append(path)
-        n_bars += 1
+        if n_bars < max_bar_plots:
+            path = out / f"metrics_{slug}.png"
+            plot_metric_bars(g, path, title=label)
+            written.append(path)
+            n_bars += 1
+        for seed, runs in g.groupby("seed", sort=True):
+            if n_stairs >= max_bar_plots:
+                break
+            got = staircase_from_runs(sorted(set(runs["run_dir"])))
+            if got is None:
+                continue
+            names, true_mi, mat, ceilings, diverged, cfg = got
+            path = out / f"staircase_{slug}_s{seed}.png"
+            written.append(plot_staircase(path, names, true_mi, mat, f"{label} · seed {seed}", ceilings,
+                                          diverged=diverged))
+            n_stairs += 1
     for task, g in df.groupby("task", sort=True):
         for axis in sweep_axes(g):
             others = [a for a in sweep_axes(g) if a != axis and not (axis == "ds" and a == "dr")]
