@@ -139,19 +139,18 @@ def _width(record) -> int | None:
 
 
 def plot_layers(df, path, record=None, title: str | None = None):
-    from ..plots import _pyplot
+    from ..plots import _figure, estimator_color
 
-    plt = _pyplot()
     layers = [l for l in ORDER if l in set(df["layer"].astype(str))]
     has_probe = "linear_probe_accuracy" in df.columns
-    fig, axes = plt.subplots(2 if has_probe else 1, 1, figsize=(8.5, 7 if has_probe else 4.8), dpi=110,
-                             sharex=True, gridspec_kw={"height_ratios": [3, 1.2]} if has_probe else None)
+    fig = _figure(figsize=(8.5, 7 if has_probe else 4.8), dpi=110)    # no pyplot: caller's backend untouched
+    axes = fig.subplots(2 if has_probe else 1, 1, sharex=True,
+                        gridspec_kw={"height_ratios": [3, 1.2]} if has_probe else None)
     ax = axes[0] if has_probe else axes
     xs = np.arange(len(layers))
-    cmap = plt.get_cmap("tab10")
-    for i, (est, g) in enumerate(df.groupby("estimator", sort=True)):
+    for est, g in df.groupby("estimator", sort=True):
         g = g.set_index(g["layer"].astype(str)).reindex(layers)
-        ax.plot(xs, g["mean_estimate"].to_numpy(float), marker="o", color=cmap(i), label=est)
+        ax.plot(xs, g["mean_estimate"].to_numpy(float), marker="o", color=estimator_color(est), label=est)
     truth = float(df["true_mi"].iloc[0])
     exact = (df["truth_kind"] == "exact").all()
     ax.axhline(truth, color="black", lw=1.4, ls="-" if exact else "--",
