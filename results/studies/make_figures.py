@@ -83,7 +83,8 @@ def figure(study: str) -> Path:
     df = load(study)
     tasks = list(dict.fromkeys(df["task"]))
     ests = sorted(df["estimator"].unique())
-    cmap = plt.get_cmap("tab10")
+    from mibench.plots import estimator_color      # one fixed colour per estimator, as in mibench's figures
+
     fig, axes = plt.subplots(2, len(tasks), figsize=(4.6 * len(tasks) + 1.5, 6.6), dpi=110, squeeze=False)
     for j, task in enumerate(tasks):
         sub = df[df["task"] == task]
@@ -99,19 +100,19 @@ def figure(study: str) -> Path:
                 width = 0.8 / len(ests)
                 for k, e in enumerate(ests):
                     s = sub[sub["estimator"] == e].set_index(x).reindex(xs)
-                    ax.bar(np.arange(len(xs)) + (k - (len(ests) - 1) / 2) * width, s[metric], width, color=cmap(k),
+                    ax.bar(np.arange(len(xs)) + (k - (len(ests) - 1) / 2) * width, s[metric], width, color=estimator_color(e),
                            label=e)
                 ax.set_xticks(np.arange(len(xs)))
                 ax.set_xticklabels(xs, fontsize=8)
             elif x == "estimator":
                 s = sub.set_index("estimator").reindex(xs)
-                ax.bar(np.arange(len(xs)), s[metric], color=[cmap(k) for k in range(len(xs))])
+                ax.bar(np.arange(len(xs)), s[metric], color=[estimator_color(e) for e in xs])
                 ax.set_xticks(np.arange(len(xs)))
                 ax.set_xticklabels(xs, fontsize=8, rotation=30)
             else:
                 for k, e in enumerate(ests):
                     s = sub[sub["estimator"] == e].sort_values(x)
-                    ax.plot(s[x], s[metric], marker="o", color=cmap(k), label=e)
+                    ax.plot(s[x], s[metric], marker="o", color=estimator_color(e), label=e)
                 if x in ("dr",) or (x == "ds" and sub[x].max() / max(sub[x].min(), 1) >= 20):
                     ax.set_xscale("log")
             if metric == "mean_estimate":
