@@ -186,8 +186,7 @@ def plot_attack(rows: list[Row], attack: str, path: str, *, sigma: float, K: int
     """Metric vs α: analytic curve and estimated points per back-end (cf. Tokui's figures)."""
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ..plots import _figure       # a Figure on its own Agg canvas: the caller's backend is left alone
 
     sel = [r for r in rows if r.attack == attack]
     if not sel:
@@ -206,8 +205,9 @@ def plot_attack(rows: list[Row], attack: str, path: str, *, sigma: float, K: int
                 curves[m].append(np.nan)
     cols = min(4, len(metrics))
     nrows = math.ceil(len(metrics) / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(3.6 * cols, 3.0 * nrows), squeeze=False)
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig = _figure(figsize=(3.6 * cols, 3.0 * nrows))
+    axes = fig.subplots(nrows, cols, squeeze=False)
+    colours = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     markers = "osD^v<>ph*"
     for ax, m in zip(axes.ravel(), metrics):
         ax.plot(grid, curves[m], color="black", lw=1.5, label="analytic")
@@ -236,7 +236,6 @@ def plot_attack(rows: list[Row], attack: str, path: str, *, sigma: float, K: int
         fig.savefig(tmp, dpi=110)
         os.replace(tmp, path)
     finally:
-        plt.close(fig)
         if os.path.exists(tmp):
             os.remove(tmp)
     return path
