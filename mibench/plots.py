@@ -467,7 +467,8 @@ def plot_results(target, out_dir=None, max_bar_plots: int = 24) -> list[Path]:
     """``mibench plot``: figures for a run directory or for everything below a sweep directory.
 
     * run directory: ``staircase.png`` (re-rendered from estimates.csv) and ``metrics.png``, in the
-      run directory unless ``out_dir`` is given;
+      run directory unless ``out_dir`` is given; for a run that did not complete (interrupted,
+      killed, still running) the staircase of the steps it logged;
     * sweep / results directory (``out_dir`` default ``<target>/plots``): ``metrics_<setup>.png``
       per setup (seeds pooled), ``staircase_<setup>_s<seed>.png`` per setup and seed with all its
       estimators in one figure (also when the sweep split them over cells), and
@@ -483,9 +484,14 @@ def plot_results(target, out_dir=None, max_bar_plots: int = 24) -> list[Path]:
     target = Path(target)
     written: list[Path] = []
     if (target / "config.json").is_file():
-        if not is_complete(target):
-            raise MibenchError(f"{target} is not a complete run directory (status in config.json)")
         out = Path(out_dir) if out_dir else target
+        if not is_complete(target):     # interrupted / killed / still running: the steps logged so far
+            got = staircase_from_runs([target]) if (target / "estimates.csv").is_file() else None
+            if got is None or not len(got[1]):
+                raise MibenchError(f"{target} is not a complete run directory and has logged no estimates")
+            names, true_mi, mat, ceilings, diverged, cfg = got
+            title = f"{_title(cfg)} · {cfg.get('status')} after {len(true_mi)} steps"
+            return [plot_staircase(out / "staircase.png", names, true_mi, mat, title, ceilings, diverged=diverged)]
         got = staircase_from_runs([target])
         if got is None:
             raise MibenchError(f"{target} has no estimates.csv")

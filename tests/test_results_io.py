@@ -164,6 +164,9 @@ def test_a_killed_run_keeps_whole_blocks(tmp_path):
     assert np.isfinite(df.estimate).all()
     runs = mibench.load_runs(tmp_path)                  # a partial run is loadable, marked as such
     assert set(runs.status) == {"running"} and len(runs) == len(df)
+    assert main(["plot", str(out), "-o", str(tmp_path / "fig")]) == 0    # and plottable: the logged steps
+    assert (tmp_path / "fig" / "staircase.png").read_bytes()[:4] == b"\x89PNG"
+    assert not (tmp_path / "fig" / "metrics.png").exists()
 
 
 def test_load_runs(tmp_path):
