@@ -21,30 +21,82 @@ SUBCOMMAND_MODULES = [
     "mibench.encoders.cli",         # encoders (train-resnet, list)
 ]
 
+#: every subcommand: (module whose ``register_cli`` builds its parser, the one-line help that
+#: ``mibench --help`` lists).  The top-level parser is built from this table alone, so
+#: ``mibench --help`` imports no subcommand module (none of torch, numpy, scipy); only the chosen
+#: subcommand's module is imported, and each module imports its heavy dependencies inside the
+#: command functions.  ``tests/test_packaging.py`` checks the table against the modules' parsers.
+COMMANDS = {
+    "run": ("mibench.commands", "train estimators on a task and write a run directory"),
+    "list": ("mibench.commands", "list tasks, estimators and critics"),
+    "data": ("mibench.data.cli", "show which datasets are present (and verified), prepare caches, download"),
+    "sweep": ("mibench.sweep_cli", "run a grid of runs (resumable; local processes or Dask)"),
+    "leaderboard": ("mibench.sweep_cli", "aggregate runs over seeds into a ranked leaderboard (CSV + Markdown)"),
+    "compare": ("mibench.sweep_cli", "regression gate: exit 1 when NEW is worse than BASELINE"),
+    "plot": ("mibench.sweep_cli", "figures for a run or a sweep (staircase, bias/variance/MSE, sweep curves)"),
+    "validate": ("mibench.disentanglement.cli",
+                 "validate disentanglement metrics' MI back-ends against the analytic Gaussian toy model"),
+    "encoders": ("mibench.encoders.cli", "encoders g for I(g(X); g(Y)): list, train-resnet, check"),
+}
 
-def build_parser() -> argparse.ArgumentParser:
+
+def _import_cli_module(name: str):
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:  # a subcommand module not written yet
+        if exc.name == name:
+            return None
+        raise
+
+
+def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
+    """The ``mibench`` parser.  ``command="*"`` (default): every subcommand's full parser (imports
+    every subcommand module); ``command=NAME``: the full parser of NAME's module only, the other
+    subcommands as help-only entries; ``command=None``: help-only entries (what ``mibench --help``
+    needs)."""
     from . import __version__
 
     parser = argparse.ArgumentParser(prog="mibench", description="Benchmark neural mutual-information estimators.")
     parser.add_argument("--version", action="version", version=f"mibench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    full = set(SUBCOMMAND_MODULES) if command == "*" else {COMMANDS[command][0]} if command in COMMANDS else set()
     for name in SUBCOMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:  # a subcommand module not written yet
-            if exc.name == name:
-                continue
-            raise
-        module.register_cli(sub)
+        module = _import_cli_module(name) if name in full else None
+        if module is not None:
+            module.register_cli(sub)
+            continue
+        for cmd, (mod, text) in COMMANDS.items():
+            if mod == name:
+                sub.add_parser(cmd, help=text, add_help=False)     # listed by --help; never selected
     return parser
 
 
+def _chosen_command(argv: list[str]) -> str | None:
+    """The subcommand named on the command line: the first word that is not an option (the
+    top-level parser has only -h/--help and --version, which take no value)."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = _chosen_command(argv)
+    # a known subcommand: only its module is imported; no command: the help-only parser; a word
+    # not in COMMANDS: every module (a typo gets argparse's list of choices)
+    parser = build_parser(command if command in COMMANDS else ("*" if command else None))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    # this is a mibench process (not a library call from someone's Python): keep freed activation
+    # buffers in the heap for the training commands' speed (see mibench.allocator)
+    from .allocator import tune_cpu_allocator
+
+    tune_cpu_allocator()
     try:
         return int(args.func(args) or 0)
     except MibenchError as exc:

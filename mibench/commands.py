@@ -30,7 +30,7 @@ def register_cli(sub) -> None:
     p.add_argument("--layers", type=int, default=2, help="critic depth: hidden layers between input and output layer (default 2)")
     p.add_argument("--embed", type=int, default=32, help="separable critic embedding size (default 32)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda (default auto)")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] | mps (default auto: CUDA if available, else CPU)")
     p.add_argument("--burn-in", type=int, default=0, help="steps skipped at the start of each MI level in the metrics")
     p.add_argument("--engine", default="auto", help="several joint critics: sequential | stacked (one batched pass) | auto")
     p.add_argument("--precision", default="fp32", help="critic arithmetic: fp32 (default) | bf16 (autocast, opt-in, "

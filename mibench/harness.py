@@ -98,14 +98,27 @@ class RunResult:
 
 
 def resolve_device(device: str = "auto") -> torch.device:
-    device = str(device or "auto").lower()
+    """``auto`` (CUDA if available, else CPU), ``cpu``, ``cuda[:N]`` or ``mps[:N]`` (Apple GPUs, where
+    this torch build and machine have it); an unavailable or unknown device is one-line MibenchError."""
+    device = str(device or "auto").strip().lower()
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
+    kind, colon, index = device.partition(":")
+    if kind not in ("cpu", "cuda", "mps") or (colon and (not index.isdigit() or kind == "cpu")):
+        raise MibenchError(f"--device must be auto, cpu, cuda[:N] or mps, got {device!r}")
+    if kind == "cuda" and not torch.cuda.is_available():
         raise MibenchError("--device cuda requested but no CUDA device is available (use --device auto or cpu)")
-    if device not in ("cpu",) and not device.startswith("cuda"):
-        raise MibenchError(f"--device must be auto, cpu or cuda[:N], got {device!r}")
+    if kind == "mps" and not _mps_available():
+        mps = getattr(torch.backends, "mps", None)
+        why = ("this torch build has no MPS support" if mps is None or not mps.is_built()
+               else "MPS needs an Apple-silicon Mac with macOS 12.3 or newer")
+        raise MibenchError(f"--device mps requested but MPS is not available here ({why}; use --device auto or cpu)")
     return torch.device(device)
+
+
+def _mps_available() -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
 
 
 def derived_seed(*parts) -> int:
@@ -194,10 +207,8 @@ def run(cfg: RunConfig, out_dir=None, progress: bool = False, plot: bool = True,
     from . import results
 
     cfg, device, task, schedule = prepared or prepare(cfg)
-    if device.type == "cpu":
-        from .kernels import tune_cpu_allocator
-
-        tune_cpu_allocator()    # reuse freed activation buffers instead of page-faulting new ones
+    # (the CPU allocator is tuned by mibench's own processes only: the CLI and sweep workers, see
+    # mibench.allocator; a library call leaves the caller's malloc alone)
     true_mi = schedule.true_mi()
     critics, heads, groups = build_models(cfg, task.dim_x, task.dim_y, device)
     ceilings = {n: nats_to_bits(h.ceiling_nats(cfg.batch_size)) for n, h in zip(cfg.estimators, heads)}

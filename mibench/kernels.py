@@ -9,10 +9,7 @@ compute the same function; ``tests/test_kernels.py`` checks values and gradients
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
-import sys
 
 import torch
 import torch.nn.functional as F
@@ -128,36 +125,9 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, rel
     return torch.relu(out) if relu else out
 
 
-_ALLOCATOR_TUNED: str | None = None
-
-
-def tune_cpu_allocator() -> str:
-    """Keep freed large blocks in the process heap instead of returning them to the OS.
-
-    A training step allocates a dozen K^2 x h activation buffers (4 MiB each at batch 64) and
-    frees them again; glibc serves blocks that size with ``mmap`` and unmaps them on free, so every
-    step page-faults ~60 MiB of fresh zeroed pages (measured: 26.0 -> 21.2 ms per 1-thread step at
-    d = 784; ``benchmarks/bench_step_parts.py`` section 3).  Raising the mmap and trim thresholds
-    makes glibc reuse the blocks; memory stays flat at the step's working set.  Idempotent; a
-    no-op off glibc or with ``MIBENCH_ALLOCATOR=default``.  Returns a description for config.json."""
-    global _ALLOCATOR_TUNED
-    if _ALLOCATOR_TUNED is not None:
-        return _ALLOCATOR_TUNED
-    _ALLOCATOR_TUNED = "default"
-    if sys.platform.startswith("linux") and os.environ.get("MIBENCH_ALLOCATOR", "tuned") != "default":
-        try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            m_trim_threshold, m_mmap_threshold = -1, -3          # glibc mallopt parameters
-            if libc.mallopt(m_mmap_threshold, 1 << 30) and libc.mallopt(m_trim_threshold, (1 << 31) - 1):
-                _ALLOCATOR_TUNED = "glibc: mmap threshold 1 GiB, trim threshold 2 GiB"
-        except (OSError, AttributeError):
-            pass
-    return _ALLOCATOR_TUNED
-
-
-def allocator_setting() -> str:
-    """What :func:`tune_cpu_allocator` did in this process (for config.json), without doing it."""
-    return _ALLOCATOR_TUNED or "default"
+# The allocator setting lives in mibench.allocator (no torch import: the CLI applies it before any
+# heavy import); re-exported here for the benchmarks that call kernels.tune_cpu_allocator().
+from .allocator import allocator_setting, tune_cpu_allocator  # noqa: E402,F401
 
 
 def make_adam(params, lr: float) -> torch.optim.Optimizer:

@@ -511,7 +511,7 @@ def available_cores() -> int:
 
 def _uses_gpu(device) -> bool:
     device = str(device or "auto").lower()
-    if device.startswith("cuda"):
+    if device.startswith(("cuda", "mps")):
         return True
     if device == "auto":
         try:
@@ -534,6 +534,10 @@ def execute_cell(config: dict, out_dir: str, threads: int | None = None, plot: b
     from .harness import RunConfig, run
     from .results import read_config, write_json
 
+    if _in_worker_process():      # a process of mibench's own (pool / Dask worker), not the caller's
+        from .allocator import tune_cpu_allocator
+
+        tune_cpu_allocator()
     old_threads = torch.get_num_threads()
     torch.set_num_threads(int(threads or _threads_for_this_worker()))
     target = Path(tempfile.mkdtemp(prefix="mibench-cell-")) if ship else Path(out_dir)
@@ -568,6 +572,25 @@ def execute_cell(config: dict, out_dir: str, threads: int | None = None, plot: b
         result["files"] = files
         shutil.rmtree(target, ignore_errors=True)
     return result
+
+
+_POOL_WORKER = False     # set in the local pool's worker processes (see _watch_parent)
+
+
+def _in_worker_process() -> bool:
+    """Whether this process is a sweep worker (a local pool process or a Dask worker), where
+    mibench may set process-wide options such as the allocator (:mod:`mibench.allocator`)."""
+    if _POOL_WORKER:
+        return True
+    if "distributed" not in sys.modules:
+        return False
+    try:
+        from dask.distributed import get_worker
+
+        get_worker()
+        return True
+    except (ImportError, ValueError):
+        return False
 
 
 def _threads_for_this_worker() -> int:
@@ -642,43 +665,37 @@ def _now() -> str:
 
 @contextlib.contextmanager
 def _sweep_lock(out_dir: Path):
-    """One driver per sweep directory (a second one would redo the first one's running cells)."""
-    path = out_dir / LOCK
+    """One driver per sweep directory (a second one would redo the first one's running cells).
+
+    The lock is an OS file lock (``filelock``: ``flock`` on POSIX, ``LockFileEx`` on Windows) on
+    ``<sweep>/.sweep.lock.flock``: the OS drops it when its holder dies, however it dies, so a
+    killed driver's lock is never stale and no process-id probing is needed.  ``<sweep>/.sweep.lock``
+    records who holds it (``host:pid``, for the error message); it is removed on a normal exit and
+    left behind by a killed driver, where it means nothing once the OS lock is free."""
+    from filelock import FileLock, Timeout
+
     out_dir.mkdir(parents=True, exist_ok=True)
-    me = f"{socket.gethostname()}:{os.getpid()}"
-    for _ in range(2):
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            holder = path.read_text().strip() if path.exists() else ""
-            host, _, pid = holder.partition(":")
-            alive = False
-            if host == socket.gethostname() and pid.isdigit():
-                try:
-                    os.kill(int(pid), 0)
-                    alive = True
-                except ProcessLookupError:
-                    alive = False
-                except PermissionError:
-                    alive = True
-            elif holder:
-                alive = True     # another host: cannot check, assume alive
-            if alive:
-                raise MibenchError(f"{out_dir} is being swept by {holder} (remove {path} if that process is gone)")
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()   # stale lock of a dead process
-            continue
-        with os.fdopen(fd, "w") as fh:
-            fh.write(me)
-        break
-    else:
-        raise MibenchError(f"could not take the sweep lock {path}")
+    holder_path = out_dir / LOCK
+    lock = FileLock(str(out_dir / (LOCK + ".flock")), timeout=0)
     try:
+        lock.acquire()
+    except Timeout:
+        try:
+            holder = holder_path.read_text().strip()
+        except OSError:
+            holder = ""
+        raise MibenchError(f"{out_dir} is being swept by {holder or 'another process'} "
+                           "(one driver per sweep directory; wait for it or stop it)") from None
+    me = f"{socket.gethostname()}:{os.getpid()}"
+    try:
+        tmp = holder_path.with_name(f"{LOCK}.{os.getpid()}.tmp")
+        tmp.write_text(me)
+        os.replace(tmp, holder_path)
         yield
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            if path.read_text().strip() == me:
-                path.unlink()
+        with contextlib.suppress(OSError):
+            holder_path.unlink()
+        lock.release()
 
 
 def plan(spec: SweepSpec, out_dir) -> tuple[list[Cell], list[Cell], list[Cell]]:
@@ -856,6 +873,9 @@ def _watch_parent(parent_pid: int) -> None:
     """Pool-worker initializer: exit when the sweep driver dies (killed, not interrupted), so an
     orphan never keeps writing into a cell that a re-run is redoing."""
     import threading
+
+    global _POOL_WORKER
+    _POOL_WORKER = True
 
     def watch():
         while True:

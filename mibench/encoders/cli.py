@@ -25,7 +25,7 @@ def register_cli(sub) -> None:
     tp.add_argument("--steps", type=int, default=None, help="training steps (default 300)")
     tp.add_argument("--width", type=int, default=None, help="base width w (default 8: widths 8,16,32,64)")
     tp.add_argument("--seed", type=int, default=0)
-    tp.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    tp.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] | mps")
     tp.add_argument("--force", action="store_true", help="retrain even when cached weights exist")
     tp.set_defaults(func=cmd_train_resnet)
 
