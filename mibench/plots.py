@@ -317,6 +317,22 @@ def _n_seeds_note(df, by=()) -> str:
     return seeds + (" · error bars: 95% t-interval" if hi > 1 else "")
 
 
+def diverged_bars(df, order, levels, width: float = 0.8) -> list[tuple[float, str, float, int]]:
+    """``(x, estimator, true_mi, n_seeds_diverged)`` for every bar of :func:`plot_metric_bars` whose
+    estimator diverged (non-finite estimate) in at least one seed by the end of that level: ``x``
+    is the bar's centre (seaborn's dodged hue layout: level index + offset within ``width``)."""
+    if "diverged" not in df.columns:
+        return []
+    n = len(order)
+    out = []
+    flagged = df[df["diverged"].astype(bool)].groupby(["estimator", "true_mi"]).size()
+    for (est, level), count in flagged.items():
+        if est in order and level in levels:
+            x = levels.index(level) - width / 2 + (order.index(est) + 0.5) * width / n
+            out.append((float(x), est, float(level), int(count)))
+    return sorted(out)
+
+
 def plot_metric_bars(samples, path, title: str = ""):
     """Bias / variance / MSE per estimator (hue, fixed colours) and true-MI level (x): three
     panels, each on the scale :func:`metric_scale` picks (log / symlog when an outlier would flatten
@@ -329,6 +345,9 @@ def plot_metric_bars(samples, path, title: str = ""):
     levels = sorted(df["true_mi"].unique())
     df = df.assign(level=df["true_mi"].map(lambda v: f"{v:g}"))
     eb = _errorbar(df)
+    marks = diverged_bars(df, order, levels)
+    from matplotlib.transforms import blended_transform_factory
+
     with _style(seaborn=True):
         fig = _figure(figsize=(15, 4.6), dpi=110)
         axes = fig.subplots(1, 3)
@@ -341,11 +360,19 @@ def plot_metric_bars(samples, path, title: str = ""):
             ax.set_title(metric if metric != "mse" else "MSE")
             if metric == "bias":
                 ax.axhline(0, color="black", lw=0.8)
+            for x, est, _, _ in marks:          # where an estimator diverged: ✕ at the panel's foot
+                ax.plot([x], [0.03], transform=blended_transform_factory(ax.transData, ax.transAxes), marker="X",
+                        ms=9, color=estimator_color(est), mec="black", mew=0.7, ls="none", clip_on=False,
+                        zorder=5, label="_diverged")
             if ax is not axes[-1] and ax.get_legend() is not None:
                 ax.get_legend().remove()
         axes[-1].legend(title="estimator", fontsize=8, title_fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1))
+        if marks:
+            fig.text(0.99, 0.01, "✕ = diverged (non-finite estimate) in "
+                     + ", ".join(f"{e} at {lv:g} bits ({k} seed{'s' if k > 1 else ''})" for _, e, lv, k in marks),
+                     ha="right", va="bottom", fontsize=8)
         fig.suptitle((title or "bias, variance and MSE per estimator") + f"  ({_n_seeds_note(df)})", fontsize=11)
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0.05 if marks else 0, 1, 1))
         _save(fig, path)
     return fig
 

@@ -251,3 +251,26 @@ def test_plots_leave_the_callers_backend_and_style_alone(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[0] == "svg [] []"
     assert png_size(tmp_path / "s.png")[2] > 1000 and png_size(tmp_path / "m.png")[2] > 1000
+
+
+def test_metric_bars_mark_a_diverged_estimator_at_its_bar(tmp_path):
+    """NWJ diverged at step 60 of 100 (levels 2 | 4 bits): an ✕ at its 4-bit bars, not at 2 bits."""
+    import matplotlib.colors as mcolors
+
+    from mibench.leaderboard import collect
+
+    rows = [{"estimator": e, "true_mi": lv, "bias": -0.2, "variance": 0.1, "mse": 0.2 * k}
+            for k, e in ((1, "smile-5"), (2, "nwj"), (3, "dv")) for lv in (2.0, 4.0)]
+    write_fake_run(tmp_path / "r", rows, diverged={"nwj": 60})
+    df = pd.DataFrame(per_seed_rows(collect([tmp_path / "r"]).runs))
+    fig = plot_metric_bars(df, tmp_path / "m.png")
+    order = [t.get_text() for t in fig.axes[2].get_legend().get_texts()]
+    marks = plots.diverged_bars(df, order, [2.0, 4.0])
+    assert [(e, lv, k) for _, e, lv, k in marks] == [("nwj", 4.0, 1)]
+    nwj = plots.estimator_color("nwj")
+    centres = sorted(p.get_x() + p.get_width() / 2 for p in fig.axes[2].patches
+                     if p.get_height() and mcolors.to_hex(p.get_facecolor()) == nwj)
+    assert centres[1] == pytest.approx(marks[0][0])         # the ✕ sits under NWJ's 4-bit bar
+    drawn = [ln for ln in fig.axes[2].lines if ln.get_marker() == "X"]
+    assert len(drawn) == 1 and drawn[0].get_xdata()[0] == pytest.approx(marks[0][0])
+    assert any("diverged" in t.get_text() and "nwj at 4 bits" in t.get_text() for t in fig.texts)
