@@ -21,6 +21,8 @@ score look better than it is.
   regression from z (continuous factors are cut into quantile bins first).
 * :func:`factorvae_score` — Kim & Mnih (2018), on a generative process (sample factors, fix one,
   encode), majority-vote classifier.
+* :func:`betavae_score` — Higgins et al. (2017) as described by Sepliarskaia et al. §3.1.1: pairs
+  sharing one factor, mean |c_1 − c_2| per batch, a linear classifier predicts the shared factor.
 """
 from __future__ import annotations
 
@@ -43,14 +45,23 @@ def _prepare(y, z):
     return y, z
 
 
-def make_regressor(model="random_forest", seed: int = 0):
-    """A fresh scikit-learn regressor: "random_forest" (the papers' choice), "linear", or a factory."""
+#: Random-forest settings of the ICLR minimality / sufficiency estimators (``make_regressor`` default).
+DEFAULT_FOREST = {"n_estimators": 30, "min_samples_leaf": 5}
+
+
+def make_regressor(model="random_forest", seed: int = 0, forest: dict | None = None):
+    """A fresh scikit-learn regressor: "random_forest" (the papers' choice; ``forest`` overrides
+    :data:`DEFAULT_FOREST`), "linear", or a factory."""
     if callable(model):
         return model()
     if model == "random_forest":
         from sklearn.ensemble import RandomForestRegressor
 
-        return RandomForestRegressor(n_estimators=30, min_samples_leaf=5, random_state=seed, n_jobs=1)
+        settings = {**DEFAULT_FOREST, **(forest or {})}
+        try:
+            return RandomForestRegressor(**settings, random_state=seed, n_jobs=1)
+        except TypeError as exc:
+            raise MibenchError(f"bad random-forest settings {forest!r}: {exc}") from None
     if model == "linear":
         from sklearn.linear_model import LinearRegression
 
@@ -69,13 +80,13 @@ def _split(n: int, test_size: float, seed: int):
 class _FitPredict:
     """Fit on the train rows, predict on the test rows (a held-out prediction for each target)."""
 
-    def __init__(self, n: int, model, test_size: float, seed: int):
+    def __init__(self, n: int, model, test_size: float, seed: int, forest: dict | None = None):
         self.train, self.test = _split(n, test_size, seed)
-        self.model, self.seed = model, seed
+        self.model, self.seed, self.forest = model, seed, forest
 
     def __call__(self, inputs: np.ndarray, target: np.ndarray) -> np.ndarray:
         inputs = inputs.reshape(len(inputs), -1)
-        reg = make_regressor(self.model, self.seed)
+        reg = make_regressor(self.model, self.seed, self.forest)
         reg.fit(inputs[self.train], target[self.train])
         return reg.predict(inputs[self.test])
 
@@ -131,53 +142,116 @@ def sufficiency(y, z, **kw) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
-# Almudévar et al. (NeurIPS): modularity, compactness, explicitness, Algorithms 1-2
+# Almudévar et al. (NeurIPS): modularity, compactness, explicitness (Algorithms 1-2) and
+# minimality, sufficiency (Appendix B, Algorithms 3-4)
 # ---------------------------------------------------------------------------------------------
+
+#: Random-forest settings for the NeurIPS algorithms.  The paper says only "random forest regressors"
+#: and "mean absolute error" (§5); the forest and the number of samples are not given.  Its tables pin
+#: them down (measured: see tests/test_disentanglement_neurips.py): the terms that compare two
+#: predictions of a target the inputs carry no information about (Cos2I's compactness of y_3 ≈ 0.79,
+#: Table 10's modularity of the noise code z_4 ≈ 0.78) need smooth predictions of pure noise (a
+#: leaf of ~20 samples; sklearn's default leaf of 1 gives ≈ 0.40), and explicitness (Cos0 0.994,
+#: Cos3I 0.910) needs several thousand training samples (:data:`NEURIPS_N`).
+NEURIPS_FOREST = {"n_estimators": 50, "min_samples_leaf": 20}
+#: Samples per scenario that reproduce the NeurIPS tables with :data:`NEURIPS_FOREST` and test_size 0.5.
+NEURIPS_N = 20000
+
 
 def _mae(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.mean(np.abs(a - b)))
 
 
-def modularity_compactness_explicitness(y, z, *, model="random_forest", test_size=0.5, seed=0) -> dict:
-    """Modularity (Algorithm 1), compactness and explicitness (Algorithm 2) for dependent factors.
+def almudevar_neurips(y, z, *, model="random_forest", forest: dict | None = None, test_size=0.5, seed=0) -> dict:
+    """All five scores of Almudévar et al. (NeurIPS) from one set of fitted regressors.
 
-    Returns ``{"modularity", "compactness", "explicitness"}`` and the per-pair matrices
-    ``m`` (K × L, m_ij), ``alpha`` (L, α_j), ``c`` (K × L, c_ij), ``e`` (K, e_i).
+    Algorithm 1 (modularity) and Algorithm 3 (minimality) fit the same regressors from the factors
+    (f* : y → ε, g*_i : y_i → ε, f_j : y → z_j, g_ij : y_i → z_j); Algorithm 2 (compactness,
+    explicitness) and Algorithm 4 (sufficiency) the same ones from the codes (f* : z → ε,
+    g*_j : z_j → ε, f_i : z → y_i, g_ij : z_j → y_i).  With E = mean absolute error on held-out
+    samples, y and z MinMax-scaled and ε ~ U(0, 1):
+
+    * modularity  m_ij = [1 − E(g_ij(y_i), f_j(y)) / E(g*_i(y_i), ε)]₊ (Alg. 1 l. 10),
+      α_j = [1 − E(f_j(y), z_j) / E(f*(y), ε)]₊ (l. 12), m̄ = Σ_j α_j/Σα · max_i m_ij (l. 15);
+    * minimality  the same with E(g_ij(y_i), z_j) in the numerator (Alg. 3 l. 9), same α weights;
+    * compactness c_ij = [1 − E(g_ij(z_j), f_i(z)) / E(g*_j(z_j), ε)]₊, c̄ = mean_i max_j c_ij (Alg. 2);
+    * explicitness e_i = [1 − E(f_i(z), y_i) / E(f*(z), ε)]₊, ē = mean_i e_i (Alg. 2 l. 12);
+    * sufficiency s_ij = [1 − E(g_ij(z_j), y_i) / E(g*_j(z_j), ε)]₊, s̄ = mean_i max_j s_ij (Alg. 4 l. 8).
+
+    The printed algorithms clip with ``min(0, ·)``, which would make every score ≤ 0; the text says
+    the scores lie in [0, 1], so we clip with max(0, ·) (a typo fix).  The loops over j in Algorithm 2
+    l. 7 and Algorithm 4 l. 5 print "to n"; j indexes the m code variables.  The random forests use
+    :data:`NEURIPS_FOREST` unless ``forest`` (RandomForestRegressor settings) is given; the scores depend on the number of samples (the regressors' accuracy):
+    the paper's tables are reproduced at n = :data:`NEURIPS_N`.
+
+    Returns the scores ``modularity``, ``compactness``, ``explicitness``, ``minimality``,
+    ``sufficiency`` and the matrices ``m`` (K × L modularity m_ij), ``m_min`` (K × L minimality),
+    ``alpha`` (L), ``c`` (K × L), ``e`` (K), ``s`` (K × L).  Per-variable values as in the paper's
+    Tables 10-11 are ``m.max(axis=0)`` and ``m_min.max(axis=0)``.
     """
     y, z = _prepare(y, z)
     y, z = _minmax_scale(y), _minmax_scale(z)
     K, L = y.shape[1], z.shape[1]
     eps = np.random.default_rng(seed + 1).uniform(0.0, 1.0, len(y))
-    fp = _FitPredict(len(y), model, test_size, seed)
+    fp = _FitPredict(len(y), model, test_size, seed, forest=NEURIPS_FOREST if forest is None else forest)
     te = fp.test
-    # Algorithm 1
-    e_star_y = _mae(fp(y, eps), eps[te])  # f*: y -> ε
+    # regressors from the factors (Algorithms 1 and 3)
+    e_star_y = _mae(fp(y, eps), eps[te])                                     # f*: y -> ε
     e_star_yi = np.array([_mae(fp(y[:, i], eps), eps[te]) for i in range(K)])  # g*_i: y_i -> ε
-    m = np.empty((K, L))
-    alpha = np.empty(L)
+    m_mod, m_min, alpha = np.empty((K, L)), np.empty((K, L)), np.empty(L)
     for j in range(L):
         f_j = fp(y, z[:, j])
         for i in range(K):
-            m[i, j] = max(0.0, 1.0 - _mae(fp(y[:, i], z[:, j]), f_j) / e_star_yi[i])
-        alpha[j] = max(0.0, 1.0 - _mae(f_j, z[te, j]) / e_star_y)
+            g_ij = fp(y[:, i], z[:, j])
+            m_mod[i, j] = 1.0 - _mae(g_ij, f_j) / e_star_yi[i]
+            m_min[i, j] = 1.0 - _mae(g_ij, z[te, j]) / e_star_yi[i]
+        alpha[j] = 1.0 - _mae(f_j, z[te, j]) / e_star_y
+    m_mod, m_min, alpha = (np.clip(a, 0.0, 1.0) for a in (m_mod, m_min, alpha))
     weights = alpha / alpha.sum() if alpha.sum() > 0 else np.full(L, 1.0 / L)
-    modularity = float(np.sum(weights * m.max(axis=0)))
-    # Algorithm 2
-    e_star_z = _mae(fp(z, eps), eps[te])  # f*: z -> ε
+    # regressors from the codes (Algorithms 2 and 4)
+    e_star_z = _mae(fp(z, eps), eps[te])                                     # f*: z -> ε
     e_star_zj = np.array([_mae(fp(z[:, j], eps), eps[te]) for j in range(L)])  # g*_j: z_j -> ε
-    c = np.empty((K, L))
-    e = np.empty(K)
+    c, s, e = np.empty((K, L)), np.empty((K, L)), np.empty(K)
     for i in range(K):
         f_i = fp(z, y[:, i])
         for j in range(L):
-            c[i, j] = max(0.0, 1.0 - _mae(fp(z[:, j], y[:, i]), f_i) / e_star_zj[j])
-        e[i] = max(0.0, 1.0 - _mae(f_i, y[te, i]) / e_star_z)
+            g_ij = fp(z[:, j], y[:, i])
+            c[i, j] = 1.0 - _mae(g_ij, f_i) / e_star_zj[j]
+            s[i, j] = 1.0 - _mae(g_ij, y[te, i]) / e_star_zj[j]
+        e[i] = 1.0 - _mae(f_i, y[te, i]) / e_star_z
+    c, s, e = (np.clip(a, 0.0, 1.0) for a in (c, s, e))
     return {
-        "modularity": modularity,
+        "modularity": float(np.sum(weights * m_mod.max(axis=0))),
         "compactness": float(np.mean(c.max(axis=1))),
         "explicitness": float(np.mean(e)),
-        "m": np.clip(m, 0, 1), "alpha": alpha, "c": np.clip(c, 0, 1), "e": np.clip(e, 0, 1),
+        "minimality": float(np.sum(weights * m_min.max(axis=0))),
+        "sufficiency": float(np.mean(s.max(axis=1))),
+        "m": m_mod, "m_min": m_min, "alpha": alpha, "c": c, "e": e, "s": s,
     }
+
+
+def modularity_compactness_explicitness(y, z, **kw) -> dict:
+    """Modularity (Algorithm 1), compactness and explicitness (Algorithm 2) for dependent factors.
+
+    Returns ``{"modularity", "compactness", "explicitness"}`` and the per-pair matrices
+    ``m`` (K × L, m_ij), ``alpha`` (L, α_j), ``c`` (K × L, c_ij), ``e`` (K, e_i).  See
+    :func:`almudevar_neurips` (same keyword arguments) for the formulas and settings.
+    """
+    out = almudevar_neurips(y, z, **kw)
+    return {k: out[k] for k in ("modularity", "compactness", "explicitness", "m", "alpha", "c", "e")}
+
+
+def minimality_sufficiency_neurips(y, z, **kw) -> dict:
+    """Minimality (Algorithm 3) and sufficiency (Algorithm 4) of Almudévar et al. (NeurIPS, App. B).
+
+    Regressor-based, with the noise-normalised mean absolute error of :func:`almudevar_neurips`
+    (not the ICLR version's standardised MSE of :func:`minimality` / :func:`sufficiency`).  Returns
+    ``{"minimality", "sufficiency"}``, ``m`` (K × L minimality m_ij; Table 11 is ``m.max(axis=0)``),
+    ``alpha`` (L) and ``s`` (K × L sufficiency s_ij).
+    """
+    out = almudevar_neurips(y, z, **kw)
+    return {"minimality": out["minimality"], "sufficiency": out["sufficiency"], "m": out["m_min"],
+            "alpha": out["alpha"], "s": out["s"]}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -345,4 +419,55 @@ def factorvae_score(sample_factors: Callable, represent: Callable, *, n_train: i
         "train_accuracy": float(np.mean(classifier[lat_tr] == fac_tr)),
         "eval_accuracy": float(np.mean(classifier[lat_ev] == fac_ev)),
         "votes": table,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# BetaVAE score (Higgins et al. 2017), interventional
+# ---------------------------------------------------------------------------------------------
+
+def betavae_score(sample_factors: Callable, represent: Callable, *, n_train: int = 10000, n_eval: int = 5000,
+                  batch_size: int = 64, seed: int = 0, chunk: int = 512) -> dict:
+    """BetaVAE score: the accuracy of a linear classifier that predicts which factor a batch of pairs shared.
+
+    Higgins et al. (2017), steps as in Sepliarskaia et al. §3.1.1: choose a factor k; draw
+    ``batch_size`` pairs of factor vectors (p_1, p_2) with p_1,k = p_2,k and the other factors drawn
+    independently; encode both, c = represent(p); the mean over the batch of |c_1 − c_2| is one
+    training point labelled k; the score is the accuracy of a linear classifier (multinomial
+    logistic regression, as disentanglement_lib) on ``n_eval`` fresh points.  ``sample_factors(n,
+    rng) -> (n, K)`` and ``represent(y) -> (n, L)`` as for :func:`factorvae_score`.  Returns
+    ``{"train_accuracy", "eval_accuracy"}``.  Batches are encoded ``chunk`` points at a time.
+    """
+    from sklearn.linear_model import LogisticRegression
+
+    n_train = check_positive_int(n_train, "n_train", minimum=2)
+    n_eval = check_positive_int(n_eval, "n_eval")
+    batch_size = check_positive_int(batch_size, "batch_size")
+    chunk = check_positive_int(chunk, "chunk")
+    rng = np.random.default_rng(seed)
+    K = as_2d(sample_factors(2, rng), "sample_factors(...)").shape[1]
+
+    def points(n_points: int) -> tuple[np.ndarray, np.ndarray]:
+        fixed = rng.integers(0, K, n_points)
+        feats = []
+        for start in range(0, n_points, chunk):
+            k = fixed[start:start + chunk]
+            m, rows = len(k), np.arange(len(k))
+            draw = [np.asarray(sample_factors(m * batch_size, rng), dtype=float).reshape(m, batch_size, K)
+                    for _ in range(2)]
+            draw[1][rows, :, k] = draw[0][rows, :, k]  # each pair shares factor k (its value varies over pairs)
+            c1, c2 = (as_2d(represent(d.reshape(-1, K)), "represent(...)") for d in draw)
+            if c1.shape != c2.shape:
+                raise MibenchError("represent(...) returned different code sizes for two batches")
+            feats.append(np.abs(c1 - c2).reshape(m, batch_size, -1).mean(axis=1))
+        return np.concatenate(feats), fixed
+
+    x_tr, k_tr = points(n_train)
+    if np.unique(k_tr).size < 2:
+        raise MibenchError("betavae_score: the training points cover fewer than 2 factors; raise n_train")
+    clf = LogisticRegression(max_iter=2000).fit(x_tr, k_tr)
+    x_ev, k_ev = points(n_eval)
+    return {
+        "train_accuracy": float(np.mean(clf.predict(x_tr) == k_tr)),
+        "eval_accuracy": float(np.mean(clf.predict(x_ev) == k_ev)),
     }

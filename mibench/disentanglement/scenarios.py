@@ -141,3 +141,25 @@ def sepliarskaia_factorvae_process():
         return np.asarray(y) @ SEPLIARSKAIA_FACTORVAE_MIX.T
 
     return sample_factors, represent
+
+
+def sepliarskaia_betavae_process(seed: int = 0):
+    """Fact 3: three U(0, 1) factors; latent c_l equals factor k with probability P[l, k]
+    (P rows (0.5, 0.5, 0), (0, 0.5, 0.5), (0.5, 0, 0.5)), drawn per sample.  The code is entangled,
+    yet BetaVAE is 0.9967 (10,000 training points, batch 128, stated).  Returns (sample_factors, represent);
+    ``seed`` seeds the latents' choices."""
+    rng = np.random.default_rng(seed)
+
+    def sample_factors(n, rng_):
+        return rng_.uniform(0.0, 1.0, (n, 3))
+
+    def represent(y):
+        y = np.asarray(y, dtype=float)
+        pick = rng.integers(0, 2, (len(y), 3))  # which of the two factors each latent copies
+        return np.take_along_axis(y, SEPLIARSKAIA_BETAVAE_SOURCES[np.arange(3), pick], axis=1)
+
+    return sample_factors, represent
+
+
+#: The two factors latent l copies in Sepliarskaia's Fact 3 (each with probability 1/2).
+SEPLIARSKAIA_BETAVAE_SOURCES = np.array([[0, 1], [1, 2], [0, 2]])

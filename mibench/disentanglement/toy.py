@@ -108,6 +108,30 @@ def sample_toy(n: int, K: int = 5, sigma: float = 0.1, attack: str = "none", alp
     return y, attack_posterior(base, attack, alpha, seed=seed + 1)
 
 
+def toy_process(K: int = 5, sigma: float = 0.1, attack: str = "none", alpha: float = 0.0, seed: int = 0):
+    """The toy model as a generative process, for the interventional scores (BetaVAE, FactorVAE).
+
+    Returns ``(sample_factors, represent)``: ``sample_factors(n, rng)`` draws y ~ N(0, I_K) and
+    ``represent(y)`` encodes z = y + σ·noise, then applies the attack z̃ = T [z; ε] (Tokui eqs. 9-10)
+    with fresh noise on every call (from a generator seeded with ``seed``).
+    """
+    check_toy_args(K, sigma, attack, alpha)
+    T = attack_matrix(K, attack, alpha)
+    noise_rng = np.random.default_rng(seed)
+
+    def sample_factors(n, rng):
+        return rng.standard_normal((n, K))
+
+    def represent(y):
+        y = np.asarray(y, dtype=float)
+        if y.ndim != 2 or y.shape[1] != K:
+            raise MibenchError(f"toy_process represent(y) needs factors of shape (n, {K}), got {y.shape}")
+        z = y + sigma * noise_rng.standard_normal(y.shape)
+        return np.hstack([z, noise_rng.standard_normal(y.shape)]) @ T.T
+
+    return sample_factors, represent
+
+
 # ---------------------------------------------------------------------------------------------
 # analytic mutual information and the analytic table
 # ---------------------------------------------------------------------------------------------
