@@ -57,7 +57,7 @@ class Registry(Generic[T]):
         if key in self._entries:
             return self._entries[key]
         for rx, _, factory in self._patterns:
-            m = rx.fullmatch(key)
+            m = rx.fullmatch(str(name).strip())  # patterns ignore case; the match keeps it (file paths)
             if m:
                 return factory(m)
         choices = self.names() + [h for _, h, _ in self._patterns]

@@ -201,8 +201,23 @@ def _one_hot(labels: np.ndarray) -> np.ndarray:
     return np.eye(labels.max() + 1)[labels][:, :-1]
 
 
+def _principal_part(a: np.ndarray, rtol: float = 1e-10) -> np.ndarray:
+    """``a`` itself when its sample covariance has full rank; otherwise ``a`` projected onto the
+    eigen-directions with variance > rtol × the largest (constant pixels, duplicated columns).
+    Degenerate directions carry no Gaussian information; without this the log-det formula divides
+    0 by 0 (returned inf before)."""
+    if a.shape[1] == 0:
+        return a
+    centred = a - a.mean(axis=0)
+    evals, evecs = np.linalg.eigh(np.atleast_2d(np.cov(centred, rowvar=False)))
+    keep = evals > rtol * max(float(evals.max()), 0.0)
+    return a if keep.all() else centred @ evecs[:, keep]
+
+
 def gaussian_mi_samples(a: np.ndarray, b: np.ndarray) -> float:
-    """½ (log det Σ_a + log det Σ_b − log det Σ_ab) from sample covariances (nats)."""
+    """½ (log det Σ_a + log det Σ_b − log det Σ_ab) from sample covariances (nats); each side is
+    first restricted to its non-degenerate principal subspace (:func:`_principal_part`)."""
+    a, b = _principal_part(a), _principal_part(b)
     cov = np.cov(np.hstack([a, b]), rowvar=False).reshape(a.shape[1] + b.shape[1], -1)
     da = a.shape[1]
     _, ld_a = np.linalg.slogdet(cov[:da, :da])

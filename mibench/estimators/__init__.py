@@ -135,7 +135,7 @@ ESTIMATORS.add("tuba", "TUBA bound with a learned constant baseline", lambda: TU
 
 
 def _smile_factory(match) -> Entry:
-    tau_text = match.group(1)
+    tau_text = match.group(1).lower()
     if tau_text in ("inf", "infinity"):
         tau, name = None, "smile-inf"
     else:
@@ -185,3 +185,86 @@ def training_groups(names: list[str]) -> dict[str, list[int]]:
     for i, name in enumerate(names):
         groups.setdefault(training_key(name), []).append(i)
     return groups
+
+
+# --- f-DIME and alpha-InfoNCE (issue 12): score-matrix heads in .fdime, bounds in .bounds -----------
+
+def _fdime(variant: str):
+    def factory():
+        from .fdime import FDIMEEstimator
+
+        return FDIMEEstimator(variant)
+
+    return factory
+
+
+ESTIMATORS.add("f-dime-kl", "f-DIME, KL divergence, derangement training (Letizia et al. 2024); readout E_p[log D]",
+               _fdime("kl"), aliases=("kl-dime",))
+ESTIMATORS.add("f-dime-hd", "f-DIME, squared Hellinger, derangement training (Letizia et al. 2024); readout E_p[log 1/D^2]",
+               _fdime("hd"), aliases=("hd-dime",))
+ESTIMATORS.add("f-dime-gan", "f-DIME (alias f-dime), GAN divergence, derangement training (Letizia et al. 2024); "
+               "readout E_p[log (1-D)/D]", _fdime("gan"), aliases=("f-dime", "gan-dime"))
+
+
+def _alpha_infonce_entry(text: str) -> Entry:
+    alpha = float(text)
+    if not 0.0 < alpha < 1.0:
+        raise MibenchError(f"alpha-InfoNCE needs 0 < alpha < 1, got {text!r} (alpha 1 is infonce, 0 is tuba/nwj)")
+
+    def factory():
+        from .fdime import AlphaInfoNCEEstimator
+
+        return AlphaInfoNCEEstimator(alpha)
+
+    return Entry(f"alpha-infonce-{alpha:g}", f"alpha-InfoNCE (Poole et al. 2019 §2.5), alpha = {alpha:g}", factory)
+
+
+ESTIMATORS.add_pattern(r"alpha-infonce-([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)", "alpha-infonce-<alpha> (0 < alpha < 1)",
+                       lambda m: _alpha_infonce_entry(m.group(1)))
+ESTIMATORS.add("alpha-infonce-0.5", "alpha-InfoNCE (alias alpha-infonce): Poole et al. 2019 §2.5 interpolation of "
+               "InfoNCE and NWJ, alpha = 0.5, learned baseline", _alpha_infonce_entry("0.5").obj,
+               aliases=("alpha-infonce",))
+
+
+# --- sample-based baselines (issue 12): black-box, mibench.estimators.baselines -----------------------
+
+def _baseline(cls_name: str, *args):
+    def factory():
+        from . import baselines
+
+        return getattr(baselines, cls_name)(*args)
+
+    return factory
+
+
+def _int_param(text: str, what: str, least: int) -> int:
+    value = int(text)
+    if value < least:
+        raise MibenchError(f"{what} must be >= {least}, got {text}")
+    return value
+
+
+ESTIMATORS.add("ksg", "black-box: Kraskov-Stoegbauer-Grassberger k-NN estimator 1, k = 3 (sample protocol)",
+               _baseline("KSG", 3))
+ESTIMATORS.add("gaussian", "black-box: Gaussian closed form / CCA on sample covariances (sample protocol)",
+               _baseline("GaussianCCA"), aliases=("cca",))
+ESTIMATORS.add("histogram", "black-box: plug-in MI on 20 equal-width bins, 1-d x and y only (sample protocol)",
+               _baseline("Histogram", 20))
+ESTIMATORS.add_pattern(r"ksg-([0-9]+)", "ksg-<k> (k nearest neighbours)",
+                       lambda m: Entry(f"ksg-{int(m.group(1))}", f"KSG estimator 1 with k = {int(m.group(1))}",
+                                       _baseline("KSG", _int_param(m.group(1), "ksg k", 1))))
+ESTIMATORS.add_pattern(r"histogram-([0-9]+)", "histogram-<bins>",
+                       lambda m: Entry(f"histogram-{int(m.group(1))}", f"plug-in MI on {int(m.group(1))} bins",
+                                       _baseline("Histogram", _int_param(m.group(1), "histogram bins", 2))))
+
+
+# --- generative (issue 12): mibench.estimators.generative ---------------------------------------------
+
+def _doe_flow():
+    from .generative import DoEFlow
+
+    return DoEFlow()
+
+
+ESTIMATORS.add("doe-flow", "generative: difference of entropies H(Y) - H(Y|X) with two normalising flows "
+               "(McAllester & Stratos 2020; RealNVP), held-out (sample protocol)", _doe_flow)

@@ -84,3 +84,114 @@ def smile_bound(scores: torch.Tensor, clip: float | None) -> torch.Tensor:
     ``clip=None`` (tau = inf) is plain DV on a JS-trained critic."""
     clipped = scores if clip is None else scores.clamp(-clip, clip)
     return mean_diag(scores) - logmeanexp_offdiag(clipped)
+
+
+# ---------------------------------------------------------------------------------------------
+# f-DIME (Letizia, Novello & Tonello, NeurIPS 2024, "Mutual information estimation via
+# f-divergence and data derangements"), §3-4.  The critic is trained by the variational
+# representation of an f-divergence between p(x,y) and p(x)p(y), J_f(T) = E_p[T] - E_{pp}[f*(T)],
+# where the product-of-marginals samples are (x_i, y_sigma(i)) for a *derangement* sigma (a
+# permutation without fixed points, so no joint pair leaks into the negatives: §4), i.e. K
+# negatives per batch, not all K(K-1) off-diagonal pairs.  The MI is then read off the joint
+# samples only, I = E_p[log R(D)], R the density ratio p/(pp) recovered from the discriminator D.
+#
+# mibench parametrises every variant by the critic score s = log R (so the optimum is
+# s* = log p/(pp) for all three); the paper's discriminator D and its readout are
+#   KL:  D = e^s,        J_KL  = E_p[log D] - E_pp[D] + 1,            I = E_p[log D]
+#   HD:  D = e^{-s/2},   J_HD  = 2 - E_p[D] - E_pp[1/D],              I = E_p[log 1/D^2]
+#   GAN: D = sigma(-s),  J_GAN = E_p[log(1-D)] + E_pp[log D] + log 4, I = E_p[log (1-D)/D]
+# each of which equals E_p[s].
+# ---------------------------------------------------------------------------------------------
+
+FDIME_VARIANTS = ("kl", "hd", "gan")
+
+
+def deranged(scores: torch.Tensor, shift: int = 1) -> torch.Tensor:
+    """The K negatives s[i, sigma(i)] of the cyclic derangement sigma(i) = (i + shift) mod K.
+
+    Batch pairs are i.i.d., so a fixed cyclic derangement is distributed exactly like a random one
+    (the batch order is exchangeable), and it keeps the bound a pure, deterministic function."""
+    k = scores.shape[-1]
+    if k < 2:
+        raise ValueError("a derangement needs a batch of at least 2 pairs")
+    shift = shift % k or 1
+    idx = (torch.arange(k, device=scores.device) + shift) % k
+    return scores.gather(-1, idx.expand(scores.shape[:-1]).unsqueeze(-1)).squeeze(-1)
+
+
+def fdime_objective(scores: torch.Tensor, variant: str) -> torch.Tensor:
+    """f-DIME training objective J_f (to maximise) on the diagonal (joint) and the deranged
+    negatives; the maximiser is s* = log p(x,y)/(p(x)p(y)) for every variant."""
+    joint = torch.diagonal(scores, dim1=-2, dim2=-1)
+    neg = deranged(scores)
+    if variant == "kl":     # f(u) = u log u, f*(t) = e^{t-1}; T = 1 + s
+        return joint.mean(-1) - torch.exp(neg).mean(-1) + 1.0
+    if variant == "hd":     # squared Hellinger, f(u) = (sqrt u - 1)^2
+        return 2.0 - torch.exp(-0.5 * joint).mean(-1) - torch.exp(0.5 * neg).mean(-1)
+    if variant == "gan":    # GAN divergence (2 JS - log 4)
+        return -F.softplus(-joint).mean(-1) - F.softplus(neg).mean(-1) + math.log(4.0)
+    raise ValueError(f"unknown f-DIME variant {variant!r}; choose from {FDIME_VARIANTS}")
+
+
+def fdime_estimate(scores: torch.Tensor, variant: str) -> torch.Tensor:
+    """f-DIME readout I = E_p[log R(D)] on the joint pairs (the diagonal), written through each
+    variant's discriminator D as in the paper (module note above); all three reduce to E_p[s]."""
+    s = torch.diagonal(scores, dim1=-2, dim2=-1)
+    if variant == "kl":
+        log_ratio = s                                        # log D, D = e^s
+    elif variant == "hd":
+        log_ratio = -2.0 * (-0.5 * s)                        # log 1/D^2, log D = -s/2
+    elif variant == "gan":
+        log_ratio = F.logsigmoid(s) - F.logsigmoid(-s)       # log (1-D)/D, D = sigma(-s)
+    else:
+        raise ValueError(f"unknown f-DIME variant {variant!r}; choose from {FDIME_VARIANTS}")
+    return log_ratio.mean(-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# alpha-InfoNCE: Poole et al. (2019) §2.5, the interpolated bound (eq. 12)
+#   I >= 1 + E_p[log e^{f(x1,y)} / a(y; x_1:K)] - E_{p(x_1:K)p(y)}[e^{f(x1,y)} / a(y; x_1:K)],
+#   a(y; x_1:K) = alpha m(y; x_1:K) + (1 - alpha) q(y),  m = (1/K) sum_k e^{f(x_k, y)}.
+# alpha = 1 is InfoNCE, alpha = 0 is TUBA / NWJ with baseline q.  On a batch of K pairs the y of
+# a product-of-marginals pair (x_i, y_j) is independent of the K - 1 x's other than x_j only, so
+# the bound is evaluated with K - 1 contrast samples in both terms (leave-one-out means):
+#   joint term    at (i, j), i != j:  f_jj - log(alpha loo(i, j) + (1 - alpha) q)
+#   marginal term at (i, j), i != j:  e^{f_ij} / (alpha loo(j, j) + (1 - alpha) q)
+# with loo(i, j) = mean_{k != i} e^{f_kj} (column j without row i; it contains x_j for i != j and
+# x_i for the marginal term's denominator), each averaged over the K(K-1) off-diagonal cells.
+# ---------------------------------------------------------------------------------------------
+
+def log_loo_colmean(scores: torch.Tensor) -> torch.Tensor:
+    """``out[i, j] = log mean_{k != i} exp(scores[k, j])`` (K x K), computed stably: rows other than
+    a column's maximum subtract their term in log space (log1p of at most -1/2); the maximum's row
+    is a masked logsumexp."""
+    k = scores.shape[-1]
+    lse = torch.logsumexp(scores, dim=-2, keepdim=True)                  # (.., 1, K)
+    top = scores.argmax(dim=-2, keepdim=True)                            # (.., 1, K)
+    is_top = torch.zeros_like(scores, dtype=torch.bool).scatter_(-2, top, True)
+    without_top = torch.logsumexp(scores.masked_fill(is_top, float("-inf")), dim=-2, keepdim=True)
+    # for a non-maximal row, e^{s_ij} <= half of the column sum, so log1p(-r) is well conditioned
+    r = torch.exp((scores - lse).masked_fill(is_top, -1.0))
+    others = lse + torch.log1p(-r)
+    return torch.where(is_top, without_top.expand_as(scores), others) - math.log(k - 1)
+
+
+def alpha_infonce_bound(scores: torch.Tensor, alpha: float, log_baseline=0.0) -> torch.Tensor:
+    """Poole et al. (2019) §2.5 interpolated bound, batch form above; ``log_baseline`` = log q (a
+    constant, possibly a learned parameter).  alpha = 0 with log q = 1 is exactly NWJ.  The value
+    never exceeds 1 + log((K - 1)/alpha)."""
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    k = scores.shape[-1]
+    log_q = torch.as_tensor(log_baseline, dtype=scores.dtype, device=scores.device)
+    log_1ma = math.log1p(-alpha) if alpha < 1.0 else float("-inf")
+    if alpha > 0.0:
+        loo = log_loo_colmean(scores) + math.log(alpha)
+        log_a = torch.logaddexp(loo, log_q + log_1ma) if alpha < 1.0 else loo   # log a at (i, j)
+    else:
+        log_a = (log_q + log_1ma).expand_as(scores)
+    diag = torch.diagonal(scores, dim1=-2, dim2=-1)                       # f_jj per column j
+    joint = mean_offdiag(diag.unsqueeze(-2) - log_a)                      # f_jj - log a(i, j)
+    log_a_jj = torch.diagonal(log_a, dim1=-2, dim2=-1)                    # per column j
+    marginal = mean_offdiag(torch.exp(scores - log_a_jj.unsqueeze(-2)))
+    return 1.0 + joint - marginal

@@ -5,7 +5,9 @@ TASKS: Registry = Registry("task")
 
 from .base import Task, bsc_crossover, bsc_mi_bits, gaussian_rho, gaussian_mi_bits  # noqa: E402
 from . import gaussian  # noqa: E402,F401  (registers itself)
+from . import distributions  # noqa: E402,F401  (the distributions family, registers itself)
 from . import vision, text, mixed  # noqa: E402,F401  (real-data tasks, register themselves)
+from . import features  # noqa: E402,F401  (features:FILE.npz, the user's own data; issue 12)
 
 __all__ = ["TASKS", "Task", "bsc_crossover", "bsc_mi_bits", "gaussian_rho", "gaussian_mi_bits", "make_task"]
 
