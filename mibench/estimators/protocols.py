@@ -1,0 +1,239 @@
+"""The estimator interfaces mibench benchmarks (issue 12), as small protocols in the style of bmi's
+``src/bmi/interface.py``.  Three kinds of estimator, one registry (``mibench.estimators.ESTIMATORS``):
+
+``"critic"``  -- :class:`CriticBound`: today's :class:`mibench.estimators.Estimator` ``nn.Module``
+    heads.  ``forward(scores) -> (loss, estimate_nats)`` on the critic's K x K score matrix; the
+    harness trains the critic.  They run under **both** protocols: streaming (``mibench run`` without
+    ``--n``: a fresh batch per step, a staircase) and sample-based (``--n N``: the head and a critic
+    are trained on the fixed dataset by ``mibench.estimate(x, y, estimator=NAME, critic=...,
+    seed=SEED, units="nats")``, which reports a held-out value; its result's ``.status``,
+    ``.seconds``, ``.n_parameters``, ``.mi_stderr`` are read with ``getattr`` defaults).
+
+``"black-box"`` / ``"generative"`` -- :class:`SampleEstimator`: any object with
+
+    * class attribute ``kind: str`` -- ``"black-box"`` (KSG, CCA, histogram, a user's function) or
+      ``"generative"`` (trains its own model: flows, difference of entropies, score models);
+    * ``estimate(self, x: np.ndarray, y: np.ndarray, *, seed: int = 0) -> float`` -- I(X;Y) in
+      **nats** for ``x`` (n, dx) and ``y`` (n, dy) float64 arrays (one dataset, one number);
+    * ``n_parameters: int`` -- trainable parameters (0 for non-parametric; may be set during
+      ``estimate``).
+
+    Registered like any estimator: ``ESTIMATORS.add(name, description, factory)`` with
+    ``factory()`` returning such an object.  They run only under the sample protocol; asked to
+    stream they are refused with one line (:func:`require_streamable`).
+
+A plain function ``f(x, y) -> float`` (nats) is a black-box estimator too: :func:`as_estimator`
+wraps it in :class:`FunctionEstimator` (a ``seed`` keyword is passed when ``f`` accepts one).
+
+Plug-ins (see :mod:`mibench.plugins`): a name ``package.module:Name`` is resolved by import, names in
+the ``mibench.estimators`` entry-point group are discovered, and ``mibench.register_estimator`` adds
+objects at run time; :class:`PluginRegistry` (the class of ``ESTIMATORS``) does the look-up.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+from typing import Any, Callable, Protocol, runtime_checkable
+
+from ..errors import MibenchError
+from ..registry import Entry, Registry
+
+CRITIC = "critic"
+BLACK_BOX = "black-box"
+GENERATIVE = "generative"
+KINDS = (CRITIC, BLACK_BOX, GENERATIVE)
+SAMPLE_KINDS = (BLACK_BOX, GENERATIVE)
+
+
+@runtime_checkable
+class CriticBound(Protocol):
+    """A critic-bound head (``mibench.estimators.Estimator``): turns a K x K score matrix into
+    ``(loss to minimise, reported estimate in nats)``."""
+
+    training_objective: str | None
+
+    def ceiling_nats(self, batch_size: int) -> float:
+        """Largest value the reported estimate can take for batch K (``inf`` if unbounded)."""
+
+    def forward(self, scores):  # (loss, estimate)
+        """One training step on the score matrix."""
+
+
+@runtime_checkable
+class SampleEstimator(Protocol):
+    """A sample-based estimator (black-box or generative): one dataset in, one number (nats) out."""
+
+    kind: str
+    n_parameters: int
+
+    def estimate(self, x, y, *, seed: int = 0) -> float:
+        """I(X;Y) in nats for x (n, dx), y (n, dy) float64 arrays."""
+
+
+class FunctionEstimator:
+    """A user's ``f(x, y) -> float`` (nats) as a black-box :class:`SampleEstimator`."""
+
+    kind = BLACK_BOX
+
+    def __init__(self, fn: Callable, name: str | None = None):
+        self.fn = fn
+        self.name = name or getattr(fn, "__name__", "function")
+        self.n_parameters = int(getattr(fn, "n_parameters", 0) or 0)
+        try:
+            params = inspect.signature(fn).parameters
+            self._takes_seed = "seed" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+        except (TypeError, ValueError):
+            self._takes_seed = False
+
+    def estimate(self, x, y, *, seed: int = 0) -> float:
+        value = self.fn(x, y, seed=seed) if self._takes_seed else self.fn(x, y)
+        return float(value)
+
+    def __repr__(self) -> str:
+        return f"FunctionEstimator({self.name})"
+
+
+def _is_critic_bound(obj) -> bool:
+    if getattr(obj, "kind", None) == CRITIC:
+        return True
+    try:
+        from torch import nn
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(obj, nn.Module) and not callable(getattr(obj, "estimate", None))
+
+
+def _is_sample_estimator(obj) -> bool:
+    return not isinstance(obj, type) and callable(getattr(obj, "estimate", None)) and getattr(obj, "kind", None) in SAMPLE_KINDS
+
+
+def _positional_arity(fn) -> int | None:
+    """Number of required positional parameters of ``fn``, None if it cannot be inspected."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return sum(1 for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+def kind_of(obj) -> str:
+    """``"critic"``, ``"black-box"`` or ``"generative"`` for an estimator object; one line otherwise."""
+    if _is_sample_estimator(obj):
+        return obj.kind
+    if _is_critic_bound(obj):
+        return CRITIC
+    kind = getattr(obj, "kind", None)
+    if kind is not None and kind not in KINDS:
+        raise MibenchError(f"estimator {obj!r} has kind {kind!r}; the kinds are: {', '.join(KINDS)}")
+    raise MibenchError(f"{obj!r} is not an estimator: give an object with kind ('black-box'/'generative') and "
+                       "estimate(x, y, *, seed=0) -> nats, a function f(x, y) -> nats, or a mibench Estimator head")
+
+
+def as_estimator(obj: Any, name: str | None = None):
+    """Normalise what a user hands over into an estimator *object*:
+
+    * an estimator object (sample-based or critic head) -> itself;
+    * a class -> ``obj()``;
+    * a function with two required positional parameters -> :class:`FunctionEstimator`;
+    * a zero-argument factory -> ``obj()``, normalised again.
+    """
+    if _is_sample_estimator(obj) or (not isinstance(obj, type) and _is_critic_bound(obj)):
+        kind_of(obj)
+        return obj
+    if isinstance(obj, type):
+        try:
+            inst = obj()
+        except TypeError as e:
+            raise MibenchError(f"estimator class {obj.__name__} could not be built without arguments: {e}") from None
+        return as_estimator(inst, name)
+    if callable(obj):
+        arity = _positional_arity(obj)
+        if arity is not None and arity >= 2:
+            return FunctionEstimator(obj, name)
+        if arity == 0:
+            return as_estimator(obj(), name)
+    raise MibenchError(f"{name or obj!r} is not an estimator: give an object with kind ('black-box'/'generative') "
+                       "and estimate(x, y, *, seed=0) -> nats, a class building one, or a function f(x, y) -> nats")
+
+
+def factory_for(obj: Any, name: str | None = None) -> Callable[[], Any]:
+    """A zero-argument factory for registry entries: classes and factories are called afresh each
+    time, functions are wrapped, a ready-made object is returned as is."""
+    if isinstance(obj, type):
+        as_estimator(obj, name)  # validate now (one line if it is not an estimator)
+        return lambda: as_estimator(obj, name)
+    if callable(obj) and not _is_sample_estimator(obj) and not _is_critic_bound(obj):
+        arity = _positional_arity(obj)
+        if arity is not None and arity >= 2:
+            return lambda: FunctionEstimator(obj, name)
+        return lambda: as_estimator(obj(), name)
+    as_estimator(obj, name)
+    return lambda: obj
+
+
+class PluginRegistry(Registry):
+    """``Registry`` that also resolves ``package.module:Name`` specs and ``mibench.estimators``
+    entry points (loaded lazily, see :mod:`mibench.plugins`)."""
+
+    def get(self, name: str) -> Entry:
+        try:
+            return super().get(name)
+        except MibenchError as unknown:
+            from .. import plugins
+
+            text = str(name).strip()
+            if plugins.is_module_spec(text):
+                return plugins.module_entry(text)
+            entry = plugins.entry_point_entry(text)
+            if entry is not None:
+                return entry
+            names = plugins.entry_point_names()
+            if names:
+                raise MibenchError(f"{unknown} (plug-ins installed: {', '.join(names)})") from None
+            raise
+
+    def names(self) -> list[str]:
+        return super().names()
+
+
+def estimator_entry(name) -> Entry:
+    from . import ESTIMATORS
+
+    return ESTIMATORS.get(name)
+
+
+def estimator_kind(name: str) -> str:
+    """Kind of a registered (or ``module:Name`` / entry-point) estimator name."""
+    return kind_of(estimator_entry(name).obj())
+
+
+def is_sample_based(name: str) -> bool:
+    return estimator_kind(name) in SAMPLE_KINDS
+
+
+def make_sample_estimator(name: str):
+    """A fresh sample-based estimator object for ``name`` (refused in one line if it is a critic head)."""
+    obj = estimator_entry(name).obj()
+    if kind_of(obj) not in SAMPLE_KINDS:
+        raise MibenchError(f"estimator {name!r} is a critic bound; under the sample protocol it runs through "
+                           "mibench.estimate")
+    return obj
+
+
+def require_streamable(names) -> None:
+    """Refuse, in one line, sample-only estimators in a streaming run."""
+    for name in names:
+        kind = estimator_kind(name)
+        if kind in SAMPLE_KINDS:
+            raise MibenchError(f"estimator {name!r} is {kind}: it runs only under the sample protocol "
+                               "(pass --n N, e.g. --n 10000)")
+
+
+def check_estimate_value(value) -> float:
+    """An estimate as a float, or a one-line error for non-numbers (NaN/inf are kept: they are
+    recorded as failed estimates by the sample protocol)."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise MibenchError(f"estimate returned {type(value).__name__}, not a number") from None
+    return out
