@@ -124,6 +124,8 @@ def test_smile_names():
 def test_every_registered_estimator_trains():
     for entry in ESTIMATORS:
         head = make_estimator(entry.name)
+        if getattr(head, "kind", None) in ("black-box", "generative"):
+            continue   # sample-based estimators (issue 12) have no score-matrix head
         s = torch.randn(8, 8, requires_grad=True)
         loss, est = head(s)
         loss.backward()
