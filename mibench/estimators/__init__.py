@@ -13,7 +13,9 @@ from ..errors import MibenchError
 from ..registry import Entry, Registry
 from . import bounds
 
-ESTIMATORS: Registry = Registry("estimator")
+from .protocols import PluginRegistry  # noqa: E402  (module:Name specs and entry points, issue 12)
+
+ESTIMATORS: Registry = PluginRegistry("estimator")
 
 
 class Estimator(nn.Module):

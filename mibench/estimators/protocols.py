@@ -166,7 +166,8 @@ def factory_for(obj: Any, name: str | None = None) -> Callable[[], Any]:
         arity = _positional_arity(obj)
         if arity is not None and arity >= 2:
             return lambda: FunctionEstimator(obj, name)
-        return lambda: as_estimator(obj(), name)
+        if arity == 0:
+            return lambda: as_estimator(obj(), name)
     as_estimator(obj, name)
     return lambda: obj
 
