@@ -41,6 +41,12 @@ def register_cli(sub) -> None:
     p.add_argument("--config", default=None, metavar="CONFIG_JSON",
                    help="re-run a recorded run exactly: its config.json (or run directory); flags given alongside "
                         "override it and are recorded in the new config.json under rerun_of")
+    sp = p.add_argument_group("sample protocol (issue 12): --n draws a fixed dataset per MI level and seed")
+    sp.add_argument("--n", type=int, default=None, help="sample protocol: n pairs per dataset (e.g. 10000); every "
+                    "estimator returns one number per dataset; needed by black-box / generative estimators")
+    sp.add_argument("--seeds", default=None, help="sample protocol: seeds, comma list or range (default 0,1,2)")
+    sp.add_argument("--timeout", type=float, default=None, help="sample protocol: seconds per estimate before its "
+                    "worker is killed and the estimate recorded as failed (default 600; 0 = in-process, no limit)")
     g = p.add_argument_group("task parameters (only those a task takes are accepted)")
     g.add_argument("--dim", type=int, help="gaussian: dimension d (default 10)")
     g.add_argument("--cubic", action="store_true", default=None, help="gaussian: y -> y^3 (MI unchanged)")
@@ -147,6 +153,13 @@ def rerun_config(args):
 def cmd_run(args) -> int:
     from .harness import RunConfig, prepare, run
 
+    if getattr(args, "n", None) is not None:
+        return cmd_run_sample(args)
+    if getattr(args, "seeds", None) is not None or getattr(args, "timeout", None) is not None:
+        from .errors import MibenchError
+
+        raise MibenchError("--seeds and --timeout belong to the sample protocol: add --n N (e.g. --n 10000); "
+                           "a streaming run takes one --seed")
     extra = None
     if getattr(args, "config", None):
         cfg, extra = rerun_config(args)
@@ -165,6 +178,37 @@ def cmd_run(args) -> int:
     if not args.quiet:
         print(format_summary(result))
     print(f"wrote {out}/ (config.json, estimates.csv, summary.csv{'' if args.no_plot else ', staircase.png'})")
+    return 0
+
+
+def cmd_run_sample(args) -> int:
+    """``mibench run --n N``: the sample-based protocol (mibench.sample_protocol)."""
+    from .errors import MibenchError
+    from .sample_protocol import DEFAULT_TIMEOUT, SampleConfig, format_sample_summary, prepare as prepare_sample, run_sample
+
+    if getattr(args, "config", None):
+        raise MibenchError("--config re-runs streaming runs; for a sample run give its flags again")
+    mi = args.mi if str(args.mi).strip().lower() not in ("stepwise", "staircase") else "4"
+    timeout = DEFAULT_TIMEOUT if args.timeout is None else (None if args.timeout == 0 else args.timeout)
+    cfg = SampleConfig(task=args.task, task_params=task_params_from_args(args), estimators=args.estimator,
+                       critic=args.critic, mi=mi, n=args.n, seeds=args.seeds if args.seeds is not None else [args.seed],
+                       timeout=timeout, device=args.device)
+    prepared = prepare_sample(cfg)
+    cfg = prepared[0]
+    if args.out:
+        out = Path(args.out)
+    else:
+        est = ",".join(cfg.estimators)
+        est = est if len(est) <= 40 else f"{len(cfg.estimators)}est"
+        name = f"{cfg.task}_{est}_n{cfg.n}_mi{'-'.join(f'{v:g}' for v in cfg.levels)}_{time.strftime('%Y%m%d-%H%M%S')}"
+        out = Path("results") / "runs" / re.sub(r"[^A-Za-z0-9_.+-]", "-", name)
+    if not args.quiet:
+        print(f"mibench: {cfg.task} · sample protocol n = {cfg.n} · {', '.join(cfg.estimators)} · seeds "
+              f"{','.join(map(str, cfg.seeds))} · -> {out}", file=sys.stderr)
+    result = run_sample(cfg, out_dir=out, progress=not args.quiet, plot=not args.no_plot, prepared=prepared)
+    if not args.quiet:
+        print(format_sample_summary(result))
+    print(f"wrote {out}/ (config.json, sample_estimates.csv, summary.csv{'' if args.no_plot else ', estimates.png'})")
     return 0
 
 
