@@ -190,8 +190,10 @@ def alpha_infonce_bound(scores: torch.Tensor, alpha: float, log_baseline=0.0) ->
         log_a = torch.logaddexp(loo, log_q + log_1ma) if alpha < 1.0 else loo   # log a at (i, j)
     else:
         log_a = (log_q + log_1ma).expand_as(scores)
+    eye = torch.eye(k, dtype=torch.bool, device=scores.device)
     diag = torch.diagonal(scores, dim1=-2, dim2=-1)                       # f_jj per column j
-    joint = mean_offdiag(diag.unsqueeze(-2) - log_a)                      # f_jj - log a(i, j)
     log_a_jj = torch.diagonal(log_a, dim1=-2, dim2=-1)                    # per column j
-    marginal = mean_offdiag(torch.exp(scores - log_a_jj.unsqueeze(-2)))
+    # off-diagonal means with the diagonal masked out (not subtracted: it may be inf / huge)
+    joint = (diag.unsqueeze(-2) - log_a).masked_fill(eye, 0.0).sum((-2, -1)) / (k * (k - 1))
+    marginal = torch.exp((scores - log_a_jj.unsqueeze(-2)).masked_fill(eye, float("-inf"))).sum((-2, -1)) / (k * (k - 1))
     return 1.0 + joint - marginal
