@@ -50,8 +50,14 @@ def gemm_peak_gflops(m: int = 4096, n: int = 256, kdim: int = 256) -> dict:
 
 
 def header(title: str) -> None:
+    """Print the benchmark's header; also tunes the CPU allocator as mibench's own processes do (the
+    CLI and sweep workers; library calls such as harness.run leave it alone, see mibench.allocator),
+    so in-process harness runs are timed as ``mibench run`` runs."""
     import platform
 
+    from mibench.allocator import tune_cpu_allocator
+
+    allocator = tune_cpu_allocator()
     print(f"# {title}")
     print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}, "
-          f"{time.strftime('%Y-%m-%d %H:%M')}")
+          f"allocator {allocator}, {time.strftime('%Y-%m-%d %H:%M')}")

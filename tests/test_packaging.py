@@ -142,6 +142,42 @@ def test_text_task_on_the_shipped_subset_needs_no_text_extra(monkeypatch):
     assert "transformers" not in {m for m in sys.modules if sys.modules[m] is not None}
 
 
+def _full_imdb():
+    from mibench.data.sources import EMBEDDED, is_present, resolve_data_dir
+
+    full = os.environ.get("MIBENCH_DATA")
+    if not full or resolve_data_dir(full) == EMBEDDED or not is_present("imdb", resolve_data_dir(full)):
+        pytest.skip("needs the full IMDB data (MIBENCH_DATA)")
+    return resolve_data_dir(full)
+
+
+def test_default_subset_on_full_data_needs_no_text_extra(monkeypatch, isolated_cache):
+    """On the full data, the default IMDB subset (README's `mibench run --task text`) is seeded from
+    the shipped copy, found by the default encoder's known identity: no encoder needed."""
+    from mibench.data import embeddings as E
+
+    full = _full_imdb()
+    _block_text_stack(monkeypatch)
+    emb, labels, meta = E.imdb_embeddings(full, progress=False)
+    assert meta["cache"].startswith("seeded from the shipped") and emb.shape == (3000, 384)
+
+
+def test_shipped_subset_matches_the_current_pooling():
+    """The shipped float16 IMDB embeddings equal what today's embed_texts computes for the same
+    reviews (mean pooling + L2 norm read from the checkpoint's config), to float16 rounding."""
+    from mibench.data import embedded
+    from mibench.data import embeddings as E
+    from mibench.data.loaders import load_imdb
+
+    df, _, _ = load_imdb(_full_imdb())
+    z = embedded.load("imdb")
+    pick = [0, 1500, 2999]
+    texts = df["text"].to_numpy()[z["source_row"][pick]]
+    got = E.embed_texts(texts, None, max_length=256, progress=False)
+    np.testing.assert_allclose(got, z["embeddings"][pick].astype(np.float32), atol=1e-3, rtol=0)
+    assert np.abs(got - z["embeddings"][pick]).max() < np.abs(got).max() * 2 ** -10 * 2
+
+
 # ------------------------------------------------------------------------- encoder fingerprint
 
 def test_default_encoder_weights_fingerprint(monkeypatch, tmp_path):

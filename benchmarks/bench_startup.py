@@ -1,0 +1,76 @@
+#!/usr/bin/env python
+"""Start-up time of the command line and of ``import mibench``, lazy vs eager, in one run.
+
+Each case is a fresh interpreter (``python -c ...``), timed wall-clock from spawn to exit; the
+cases alternate within each round (background load hits all alike) and the median over rounds
+is reported.  "eager" is what ``mibench --help`` did before the command table: it builds the
+parser with every subcommand module imported (``cli.build_parser("*")``, which imports torch,
+numpy, scipy through the encoders / validate modules); "lazy" is today's ``mibench --help``.
+Also listed: which heavy modules each case imported.
+
+    python benchmarks/bench_startup.py [--rounds 7]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "numpy", "scipy", "pandas", "matplotlib", "sklearn", "transformers")
+PROBE = "import sys, json\nexec({code!r})\nprint(json.dumps([m for m in {heavy!r} if m in sys.modules]), file=sys.stderr)"
+
+CASES = {
+    "python -c pass (interpreter alone)": "pass",
+    "import mibench": "import mibench",
+    "mibench --help (lazy: command table)": "import contextlib, io\nfrom mibench.cli import main\n"
+                                            "with contextlib.redirect_stdout(io.StringIO()): main(['--help'])",
+    "mibench run --help (lazy)": "import contextlib, io\nfrom mibench.cli import main\n"
+                                 "with contextlib.redirect_stdout(io.StringIO()):\n"
+                                 "    try: main(['run', '--help'])\n    except SystemExit: pass",
+    "mibench --help, eager parser (before)": "import contextlib, io\nfrom mibench.cli import build_parser\n"
+                                             "with contextlib.redirect_stdout(io.StringIO()): "
+                                             "build_parser('*').print_help()",
+}
+
+
+def run_case(code: str) -> tuple[float, list]:
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    src = PROBE.format(code=code, heavy=HEAVY)
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, env=env, cwd=str(REPO))
+    dt = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise SystemExit(f"case failed: {code!r}\n{r.stderr}")
+    return dt, json.loads(r.stderr.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=7)
+    args = p.parse_args(argv)
+    for code in CASES.values():          # warm the OS file cache and the .pyc files
+        run_case(code)
+    times = {k: [] for k in CASES}
+    loaded = {}
+    for _ in range(args.rounds):
+        for name, code in CASES.items():
+            dt, mods = run_case(code)
+            times[name].append(dt)
+            loaded[name] = mods
+    med = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
+    print(f"# start-up time, median of {args.rounds} interleaved rounds (fresh interpreter each), "
+          f"python {sys.version.split()[0]}, {time.strftime('%Y-%m-%d %H:%M')}")
+    for name, t in med.items():
+        print(f"{name:<42} {t * 1e3:7.0f} ms   heavy modules imported: {', '.join(loaded[name]) or 'none'}")
+    lazy, eager = med["mibench --help (lazy: command table)"], med["mibench --help, eager parser (before)"]
+    print(f"\nmibench --help: eager / lazy = {eager / lazy:.1f}x ({eager * 1e3:.0f} ms -> {lazy * 1e3:.0f} ms)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
