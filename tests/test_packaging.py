@@ -282,8 +282,9 @@ def test_pooling_matches_sentence_transformers(tmp_path):
 
     from mibench.data import embeddings as E
 
-    path = _tiny_bert(tmp_path / "enc", ["cls", "max", "mean", "mean_sqrt_len_tokens", "weightedmean",
-                                         "lasttoken"], normalize=True)
+    # every mode at once, in the legacy boolean form that every sentence-transformers version reads
+    path = _tiny_bert(tmp_path / "enc", {k: True for k in E._LEGACY_KEYS}, normalize=True)
+    assert E.pooling_config(path)["modes"] == list(E.POOLING_MODES)
     model = st.SentenceTransformer(str(path), device="cpu")
     want = model.encode(TEXTS, batch_size=3, convert_to_numpy=True)
     got = E.embed_texts(TEXTS, str(path), batch_size=3, progress=False)
