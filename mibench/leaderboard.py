@@ -31,7 +31,14 @@ bias, variance, mse       per-seed bias (bits), variance over steps (bits^2) and
                           Student t with n_seeds - 1 degrees of freedom; empty when n_seeds = 1
 abs_bias                  |bias| of the seed-mean (bits)
 diverged_seeds            seeds in which the estimator diverged (non-finite estimate) at or
-                          before the end of this level's window
+                          before the end of this level's window; sample protocol: failed
+                          estimates (exception, NaN / inf, timeout)
+protocol, n               ``stream`` (n = 0) or ``sample`` (issue 12): one fixed dataset of n pairs
+                          per level and seed; bias / MSE over the seeds' single estimates and
+                          ``variance`` the variance over seeds (bits^2); layers ... lr, steps are 0
+                          for the sample protocol (mibench.estimate's data-sized defaults) unless set
+kind                      critic | black-box | generative
+seconds, n_parameters     sample protocol: mean wall-clock seconds per estimate, trainable parameters
 ========================  ===================================================================
 
 Rows are ordered by the setup columns (task, task_params, critic, layers, hidden, embed,
@@ -65,14 +72,15 @@ import numpy as np
 from .errors import MibenchError
 
 SETUP_COLUMNS = ["task", "task_params", "ds", "dr", "critic", "layers", "hidden", "embed", "batch_size", "lr",
-                 "steps", "schedule", "burn_in", "precision"]
+                 "steps", "schedule", "burn_in", "precision", "protocol", "n"]
 #: the setup key (ds / dr follow from task + task_params, so they are not part of it)
 SETUP_KEY = ["task", "task_params", "critic", "layers", "hidden", "embed", "batch_size", "lr", "steps", "schedule",
-             "burn_in", "precision"]
+             "burn_in", "precision", "protocol", "n"]
 ROW_KEY = SETUP_KEY + ["estimator", "true_mi"]
 METRICS = ["mean_estimate", "bias", "variance", "mse"]
 COLUMNS = (SETUP_COLUMNS + ["estimator", "rank", "rank_score", "true_mi", "n_seeds", "seeds"]
-           + [c for m in METRICS for c in (m, f"{m}_ci95")] + ["abs_bias", "diverged_seeds"])
+           + [c for m in METRICS for c in (m, f"{m}_ci95")] + ["abs_bias", "diverged_seeds"]
+           + ["kind", "seconds", "n_parameters"])
 IGNORED_PARAMS = {"data_dir"}
 
 
@@ -192,11 +200,19 @@ def _schedule(mi) -> str:
 def setup_of(cfg: dict) -> dict:
     c = cfg["config"]
     info = cfg.get("task_info", {})
+    if c.get("protocol") == "sample":    # issue 12: mibench.sample_protocol
+        kw = c.get("estimate_kwargs") or {}
+        return {"task": c["task"], "task_params": canonical_params(c["task"], c.get("task_params") or {}),
+                "ds": info.get("ds"), "dr": info.get("dr"), "critic": c["critic"],
+                **{k: int(kw.get(k) or 0) for k in ("layers", "hidden", "embed", "batch_size", "steps")},
+                "lr": float(kw.get("lr") or 0.0), "schedule": _schedule(c["mi"]), "burn_in": 0, "precision": "fp32",
+                "protocol": "sample", "n": int(c["n"])}
     return {"task": c["task"], "task_params": canonical_params(c["task"], c.get("task_params") or {}),
             "ds": info.get("ds"), "dr": info.get("dr"), "critic": c["critic"], "layers": int(c["layers"]),
             "hidden": int(c["hidden"]), "embed": int(c["embed"]), "batch_size": int(c["batch_size"]),
             "lr": float(c["lr"]), "steps": int(c["steps"]), "schedule": _schedule(c["mi"]),
-            "burn_in": int(c.get("burn_in") or 0), "precision": c.get("precision") or "fp32"}
+            "burn_in": int(c.get("burn_in") or 0), "precision": c.get("precision") or "fp32",
+            "protocol": "stream", "n": 0}
 
 
 def _setup_json(cfg: dict) -> str:
@@ -234,6 +250,9 @@ def per_seed_rows(runs: list[RunRecord]) -> list[dict]:
     out = []
     for r in runs:
         setup = setup_of(r.config)
+        if setup["protocol"] == "sample":
+            out += _sample_seed_rows(r, setup)
+            continue
         seed = r.config["config"].get("seed")
         diverged = r.config.get("diverged") or {}
         ends = _level_ends(r.config)
@@ -247,6 +266,25 @@ def per_seed_rows(runs: list[RunRecord]) -> list[dict]:
             div = div_step is not None and div_step < ends.get(level, float("inf"))
             out.append({**setup, "estimator": est, "true_mi": float(level), "seed": seed, **vals,
                         "diverged": bool(div), "run_dir": str(r.path)})
+    return out
+
+
+def _sample_seed_rows(r: RunRecord, setup: dict) -> list[dict]:
+    """Sample protocol: one row per estimator x level x seed from sample_estimates.csv (the single
+    estimate of that seed's dataset; a failed estimate is NaN and counted in diverged_seeds)."""
+    import csv
+
+    out = []
+    with open(Path(r.path) / "sample_estimates.csv", newline="") as fh:
+        for e in csv.DictReader(fh):
+            level = float(e["true_mi"])
+            ok = e["status"] == "ok"
+            est = float(e["estimate"]) if ok and e["estimate"] not in ("", None) else float("nan")
+            out.append({**setup, "estimator": e["estimator"], "true_mi": level, "seed": int(e["seed"]),
+                        "mean_estimate": est, "bias": est - level, "variance": float("nan"),
+                        "mse": (est - level) ** 2, "diverged": not ok, "run_dir": str(r.path), "kind": e["kind"],
+                        "seconds": float(e["seconds"]) if ok and e["seconds"] not in ("", None) else float("nan"),
+                        "n_parameters": int(float(e["n_parameters"] or 0))})
     return out
 
 
@@ -279,8 +317,18 @@ def aggregate(runs: list[RunRecord]):
             vals = g[m].to_numpy(dtype=float)
             row[m] = float(np.nanmean(vals)) if np.isfinite(vals).any() else float("nan")
             row[f"{m}_ci95"] = t_halfwidth(vals)
+        sample = first["protocol"] == "sample"
+        if sample:   # one estimate per seed: the variance is over seeds (population, mse = bias^2 + var)
+            est = g["mean_estimate"].to_numpy(dtype=float)
+            est = est[np.isfinite(est)]
+            row["variance"] = float(est.var()) if est.size else float("nan")
+            row["variance_ci95"] = float("nan")
         row["abs_bias"] = abs(row["bias"]) if np.isfinite(row["bias"]) else float("nan")
         row["diverged_seeds"] = int(g["diverged"].sum())
+        row["kind"] = (first.get("kind") if sample else None) or "critic"
+        secs = g["seconds"].to_numpy(dtype=float) if sample else np.array([])
+        row["seconds"] = float(np.nanmean(secs)) if np.isfinite(secs).any() else float("nan")
+        row["n_parameters"] = int(g["n_parameters"].max()) if sample else None
         rows.append(row)
     board = pd.DataFrame(rows)
     # rank within a setup by MSE averaged over levels
@@ -345,8 +393,10 @@ def provenance(col: Collection, board, command: str | None = None) -> dict:
         "duplicate_runs_skipped": [str(a) for a, _ in col.duplicates],
         "tasks": sorted(board["task"].unique().tolist()),
         "estimators": sorted(board["estimator"].unique().tolist()),
-        "steps": sorted({int(r.config["config"]["steps"]) for r in col.runs}),
-        "seeds": sorted({r.config["config"]["seed"] for r in col.runs}),
+        "steps": sorted({int(r.config["config"]["steps"]) for r in col.runs if "steps" in r.config["config"]}),
+        "seeds": sorted({s for r in col.runs for s in (r.config["config"].get("seeds") or [r.config["config"].get("seed")])}),
+        "sample_protocol_n": sorted({int(r.config["config"]["n"]) for r in col.runs
+                                     if r.config["config"].get("protocol") == "sample"}),
         "schedules": sorted({_schedule(r.config["config"]["mi"]) for r in col.runs}),
         "devices": sorted({f"{e.get('device')} ({e.get('device_name')})" for e in envs}),
         "torch": sorted({str(e.get("torch")) for e in envs}),
@@ -393,7 +443,8 @@ def to_markdown(board, meta: dict | None = None, title: str = "MI estimator lead
                              + (f": `{sw['command']}`" if sw.get("command") else "") + f" ({how})")
                 if sw.get("description"):
                     lines.append(f"  - {sw['description']}")
-        for label, key in (("steps", "steps"), ("seeds", "seeds"), ("MI schedule (bits)", "schedules"),
+        for label, key in (("steps", "steps"), ("sample protocol: pairs per dataset", "sample_protocol_n"),
+                           ("seeds", "seeds"), ("MI schedule (bits)", "schedules"),
                            ("device", "devices"), ("torch", "torch"), ("torch threads per run", "torch_threads"),
                            ("data", "data_sources")):
             vals = meta.get(key)
@@ -412,6 +463,9 @@ def to_markdown(board, meta: dict | None = None, title: str = "MI estimator lead
     for _, g in board.groupby(SETUP_KEY, sort=False, dropna=False):
         f = g.iloc[0]
         params = f" ({f['task_params'].replace(';', ', ')})" if f["task_params"] else ""
+        if f.get("protocol") == "sample":
+            lines += _sample_markdown(g, f, params)
+            continue
         lines.append(f"## {f['task']}{params} · ds={f['ds']} dr={f['dr']} · {f['critic']} critic "
                      f"{f['layers']}×{f['hidden']} · batch {f['batch_size']} · lr {f['lr']:g} · {f['steps']} steps · "
                      f"MI {f['schedule']} bits" + (f" · burn-in {f['burn_in']}" if f["burn_in"] else ""))
@@ -425,6 +479,26 @@ def to_markdown(board, meta: dict | None = None, title: str = "MI estimator lead
                          f"{r['n_seeds']} | {r['diverged_seeds'] or ''} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _sample_markdown(g, f, params) -> list[str]:
+    """A sample-protocol setup: one estimate per dataset and seed; seconds and parameters per estimate."""
+    kw = ", ".join(f"{k} {f[k]:g}" for k in ("layers", "hidden", "embed", "batch_size", "lr", "steps") if f[k])
+    lines = [f"## {f['task']}{params} · ds={f['ds']} dr={f['dr']} · sample protocol, n = {f['n']} pairs per dataset "
+             f"· MI {f['schedule']} bits · critic-bound estimators: {f['critic']} critic via mibench.estimate"
+             + (f" ({kw})" if kw else " (data-sized defaults)"), "",
+             "| rank | estimator | kind | avg MSE | true MI | estimate | bias | variance | MSE | seeds | failed "
+             "| s / estimate | parameters |",
+             "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for _, r in g.iterrows():
+        params_n = r["n_parameters"]
+        lines.append(f"| {r['rank']} | {r['estimator']} | {r['kind']} | {_num(r['rank_score'])} | {r['true_mi']:g} | "
+                     f"{_pm(r['mean_estimate'], r['mean_estimate_ci95'])} | {_pm(r['bias'], r['bias_ci95'])} | "
+                     f"{_num(r['variance'])} | {_pm(r['mse'], r['mse_ci95'])} | {r['n_seeds']} | "
+                     f"{r['diverged_seeds'] or ''} | {_num(r['seconds'], 2)} | "
+                     f"{'' if params_n is None or params_n != params_n else int(params_n)} |")
+    lines.append("")
+    return lines
 
 
 def write_all(board, col: Collection, out, command: str | None = None, markdown: bool = True) -> list[Path]:
@@ -451,6 +525,9 @@ def read_leaderboard(path):
     df = pd.read_csv(path, keep_default_na=True, dtype={"task_params": str, "seeds": str, "schedule": str})
     if "precision" not in df.columns and "task" in df.columns:   # written before --precision existed: fp32
         df["precision"] = "fp32"
+    if "protocol" not in df.columns and "task" in df.columns:    # written before the sample protocol (issue 12)
+        df["protocol"] = "stream"
+        df["n"] = 0
     missing = [c for c in ROW_KEY + ["mse", "abs_bias", "diverged_seeds"] if c not in df.columns]
     if missing:
         raise MibenchError(f"{path} is not a mibench leaderboard (missing columns: {', '.join(missing)})")
@@ -585,7 +662,7 @@ def _keyed(df) -> dict:
 
 
 def _norm_key(col, v):
-    if col in ("layers", "hidden", "embed", "batch_size", "steps", "burn_in"):
+    if col in ("layers", "hidden", "embed", "batch_size", "steps", "burn_in", "n"):
         return int(v)
     if col in ("lr", "true_mi"):
         return round(float(v), 9)

@@ -28,6 +28,12 @@ Spec keys (file, preset and shorthand share them; a list is a grid axis unless n
     device, log_every,     scalars (precision: fp32 | bf16 | tf32, see mibench run --precision)
     precision
     split_estimators       bool or N cells (default false; whole critics, see above)
+    n, timeout             the sample protocol (issue 12, :mod:`mibench.sample_protocol`): with n set, a
+                           cell is one sample run (a fixed dataset of n pairs per level and seed; all the
+                           seeds in one cell, so variance is over seeds; timeout seconds per estimate);
+                           split_estimators = true gives one cell per estimator.  Critic-bound estimators
+                           run through mibench.estimate with the critic axis and, where given,
+                           hidden / layers / embed / batch_size / lr / steps.
 
 Cell names are readable and deterministic, e.g. ``gaussian_dim10_joint-d2w256_b64_mistepwise_s0``;
 axes that do not appear in the name (lr, steps, burn-in) are appended when they vary.
@@ -81,7 +87,7 @@ LOCK = ".sweep.lock"
 AXES = [("critics", "critic"), ("layers", "layers"), ("hidden", "hidden"), ("embed", "embed"),
         ("batch_size", "batch_size"), ("lr", "lr"), ("mi", "mi"), ("steps", "steps"),
         ("burn_in", "burn_in"), ("seeds", "seed")]
-SCALARS = ("device", "log_every", "precision")
+SCALARS = ("device", "log_every", "precision", "n", "timeout")   # n, timeout: the sample protocol (issue 12)
 SPEC_KEYS = {"name", "description", "tasks", "params", "estimators", "split_estimators", "execution",
              *(a for a, _ in AXES), *SCALARS}
 TASK_KEYS = {"task", "params", "estimators", *(a for a, _ in AXES), *SCALARS}
@@ -231,12 +237,17 @@ class SweepSpec:
         from .estimators import resolve_estimators
         from .harness import RunConfig
 
+        if any(t.get("n", self.scalars.get("n")) is not None for t in self.tasks):
+            return self._sample_cells()
         cells: list[Cell] = []
         for t in self.tasks:
             task = _check_task(t["task"])
             params_grid = {**self.params, **t.get("params", {})}
             _check_task_params(task, params_grid)
             estimators = resolve_estimators(t.get("estimators", self.estimators))
+            from .estimators.protocols import require_streamable
+
+            require_streamable(estimators)
             axes = {}
             for key, fld in AXES:
                 raw = t.get(key, self.grid.get(key))
@@ -261,6 +272,59 @@ class SweepSpec:
         if not cells:
             raise MibenchError("the sweep has no cells")
         _name_cells(cells, bool(self.split_estimators))
+        return cells
+
+    def _sample_cells(self) -> list["Cell"]:
+        """Cells of the sample protocol: one per task x params x critic x mi x n (x estimate settings)
+        x estimator group, all seeds inside (see the module docstring)."""
+        from .sample_protocol import SampleConfig
+
+        cells: list[Cell] = []
+        for t in self.tasks:
+            if t.get("n", self.scalars.get("n")) is None:
+                raise MibenchError(f"task {t['task']!r}: give n for every task of a sample-protocol sweep")
+            task = _check_task(t["task"])
+            params_grid = {**self.params, **t.get("params", {})}
+            _check_task_params(task, params_grid)
+            from .estimators import resolve_estimators
+
+            estimators = resolve_estimators(t.get("estimators", self.estimators))
+            raw = {key: t.get(key, self.grid.get(key)) for key, _ in AXES}
+            if raw.get("burn_in") is not None:
+                raise MibenchError("burn_in belongs to the streaming protocol; a sample sweep (n set) has none")
+            seeds = parse_seeds(raw["seeds"]) if raw.get("seeds") is not None else [0]
+            critics = [_check_axis_value("critic", v) for v in _listify(raw["critics"])] if raw.get("critics") else ["joint"]
+            mis = [_check_axis_value("mi", v) for v in _listify(raw["mi"])] if raw.get("mi") is not None else [4.0]
+            ns = _listify(t.get("n", self.scalars.get("n")))
+            est_axes = {fld: [_check_axis_value(fld, v) for v in _listify(raw[key])]
+                        for key, fld in AXES if fld in ("hidden", "layers", "embed", "batch_size", "lr", "steps")
+                        and raw.get(key) is not None}
+            scal = {k: t.get(k, self.scalars.get(k)) for k in ("device", "timeout")}
+            split = self.split_estimators
+            if split is True:
+                groups = [[e] for e in estimators]
+            else:
+                k = min(len(estimators), int(split or 1))
+                size, extra = divmod(len(estimators), k)
+                groups, start = [], 0
+                for i in range(k):
+                    stop = start + size + (i < extra)
+                    groups.append(estimators[start:stop])
+                    start = stop
+            pkeys = list(params_grid)
+            for pcombo in itertools.product(*[_listify(params_grid[k]) for k in pkeys]):
+                for critic, mi, n in itertools.product(critics, mis, ns):
+                    for ecombo in itertools.product(*est_axes.values()):
+                        kw = dict(zip(est_axes, ecombo))
+                        for group in groups:
+                            cfg = SampleConfig(task=task, task_params=dict(zip(pkeys, pcombo)), estimators=list(group),
+                                               critic=critic, mi=mi, n=n, seeds=seeds, estimate_kwargs=kw,
+                                               **{k: v for k, v in scal.items() if v is not None})
+                            cfg = cfg.resolved()
+                            cells.append(Cell(name="", config=json.loads(json.dumps(dataclasses.asdict(cfg)))))
+        if not cells:
+            raise MibenchError("the sweep has no cells")
+        _name_sample_cells(cells, bool(self.split_estimators))
         return cells
 
 
@@ -326,6 +390,10 @@ class Cell:
     config: dict          # a resolved RunConfig as a JSON-ready dict
 
     def run_config(self):
+        if self.config.get("protocol") == "sample":
+            from .sample_protocol import SampleConfig
+
+            return SampleConfig(**self.config)
         from .harness import RunConfig
 
         return RunConfig(**self.config)
@@ -405,6 +473,32 @@ def _name_cells(cells: list[Cell], split: bool) -> None:
     for c in cells:
         seen[c.name] = seen.get(c.name, 0) + 1
     for c in cells:   # anything still ambiguous (e.g. data_dir varies) gets a short config hash
+        if seen[c.name] > 1:
+            c.name += "_" + fingerprint(c.config)[:8]
+    if len({c.name for c in cells}) != len(cells):
+        raise MibenchError("the sweep contains the same cell twice (duplicate values in an axis?)")
+
+
+def _name_sample_cells(cells: list[Cell], split: bool) -> None:
+    for c in cells:
+        cfg = c.config
+        parts = [cfg["task"]]
+        for k, v in cfg["task_params"].items():
+            if k not in NAME_SKIP_PARAMS:
+                parts.append((k if v else f"no{k}") if isinstance(v, bool) else f"{PARAM_ABBR.get(k, k)}{_fmt_value(v)}")
+        if split:
+            parts.append("+".join(e.split(":")[-1] for e in cfg["estimators"]))
+        parts.append(f"sample-n{cfg['n']}")
+        if cfg["critic"] != "joint":
+            parts.append(cfg["critic"])
+        parts += [f"{k}{_fmt_value(v)}" for k, v in sorted(cfg.get("estimate_kwargs", {}).items())]
+        parts += [_mi_token(cfg["mi"] if not isinstance(cfg["mi"], list) else ",".join(f"{v:g}" for v in cfg["mi"])),
+                  "seeds" + "-".join(map(str, cfg["seeds"]))]
+        c.name = re.sub(r"[^A-Za-z0-9_.+-]", "-", "_".join(parts))
+    seen: dict[str, int] = {}
+    for c in cells:
+        seen[c.name] = seen.get(c.name, 0) + 1
+    for c in cells:
         if seen[c.name] > 1:
             c.name += "_" + fingerprint(c.config)[:8]
     if len({c.name for c in cells}) != len(cells):
@@ -524,7 +618,7 @@ def _uses_gpu(device) -> bool:
 
 
 def execute_cell(config: dict, out_dir: str, threads: int | None = None, plot: bool = True,
-                 ship: bool = False) -> dict:
+                 ship: bool = False, plugins: bytes | None = None) -> dict:
     """Run one cell (in whatever process or cluster worker calls this) and return a JSON-ready
     result.  Never raises for a failing run: the error and traceback are returned and written to
     ``failed.json``.  With ``ship=True`` the run directory is built in a temporary directory and
@@ -533,6 +627,13 @@ def execute_cell(config: dict, out_dir: str, threads: int | None = None, plot: b
 
     from .harness import RunConfig, run
     from .results import read_config, write_json
+
+    if plugins:    # register_estimator objects of the driver process, re-played here (cloudpickle)
+        import cloudpickle
+
+        from .plugins import install_registrations
+
+        install_registrations(cloudpickle.loads(plugins))
 
     if _in_worker_process():      # a process of mibench's own (pool / Dask worker), not the caller's
         from .allocator import tune_cpu_allocator
@@ -545,8 +646,15 @@ def execute_cell(config: dict, out_dir: str, threads: int | None = None, plot: b
     result = {"status": "failed", "error": None, "diverged": {}, "host": socket.gethostname(), "pid": os.getpid(),
               "torch_threads": torch.get_num_threads()}
     try:
-        res = run(RunConfig(**config), out_dir=target, progress=False, plot=plot, run_id=Path(out_dir).name)
-        result.update(status="complete", diverged=dict(res.diverged))
+        if config.get("protocol") == "sample":
+            from .sample_protocol import SampleConfig, run_sample
+
+            res = run_sample(SampleConfig(**config), out_dir=target, progress=False, plot=plot,
+                             run_id=Path(out_dir).name)
+            result.update(status="complete", failed_estimates=res.config.get("failed_estimates", []))
+        else:
+            res = run(RunConfig(**config), out_dir=target, progress=False, plot=plot, run_id=Path(out_dir).name)
+            result.update(status="complete", diverged=dict(res.diverged))
     except Exception as exc:   # recorded, not fatal: the sweep goes on
         while isinstance(exc, UnboundLocalError) and exc.__context__ is not None:
             exc = exc.__context__  # an error raised while cleaning up hides the real one
@@ -842,7 +950,7 @@ def _run_local(todo, out_dir, workers, threads, plot, started, finished, manifes
         for c in todo:
             started(c, "running")
             manifest.write()
-            finished(c, execute_cell(c.config, str(out_dir / c.name), threads, plot))
+            finished(c, execute_cell(c.config, str(out_dir / c.name), threads, plot))   # registrations: in-process
         return
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -852,7 +960,7 @@ def _run_local(todo, out_dir, workers, threads, plot, started, finished, manifes
     try:
         futures = {}
         for c in todo:
-            futures[ex.submit(execute_cell, c.config, str(out_dir / c.name), threads, plot)] = c
+            futures[ex.submit(execute_cell, c.config, str(out_dir / c.name), threads, plot, False, _plugin_payload())] = c
             started(c)
         manifest.write()
         for fut in as_completed(futures):
@@ -867,6 +975,19 @@ def _run_local(todo, out_dir, workers, threads, plot, started, finished, manifes
         ex.shutdown(wait=False, cancel_futures=True)
         raise
     ex.shutdown(wait=True)
+
+
+def _plugin_payload() -> bytes | None:
+    """This process's :func:`mibench.register_estimator` registrations, cloudpickled for workers
+    (``module:Name`` specs and entry points need nothing: workers resolve them by import)."""
+    from .plugins import registrations
+
+    regs = registrations()
+    if not regs:
+        return None
+    import cloudpickle
+
+    return cloudpickle.dumps(regs)
 
 
 def _watch_parent(parent_pid: int) -> None:
@@ -908,7 +1029,7 @@ def _run_dask(todo, out_dir, workers, threads, plot, started, finished, manifest
         futures = {}
         for c in todo:
             fut = client.submit(execute_cell, c.config, str((out_dir / c.name).resolve()), threads, plot, ship,
-                                key=f"mibench-cell-{c.name}-{os.urandom(4).hex()}", pure=False)
+                                _plugin_payload(), key=f"mibench-cell-{c.name}-{os.urandom(4).hex()}", pure=False)
             futures[fut] = c
             started(c)
         manifest.write()

@@ -67,6 +67,10 @@ def _sweep_parser(sub) -> None:
                         "equal critic counts) instead of all estimators in one cell; estimators sharing a "
                         "critic (JS, SMILE-tau) stay together")
     s.add_argument("--device", help="auto | cpu | cuda[:N] | mps (default auto: CUDA if available, else CPU)")
+    s.add_argument("--n", help="sample protocol (issue 12): n pairs per fixed dataset (comma list = axis); all "
+                               "seeds of a cell in one sample run")
+    s.add_argument("--timeout", type=float, help="sample protocol: seconds per estimate before it is killed and "
+                                                 "recorded as failed (default 600)")
     e = p.add_argument_group("execution")
     e.add_argument("--out", help="sweep directory (default results/sweeps/<sweep name>)")
     e.add_argument("--backend", choices=["local", "dask"], help="local processes (default) or dask.distributed")
@@ -124,6 +128,7 @@ def spec_from_args(args):
         "layers": _csv(args.layers, int), "embed": _csv(args.embed, int), "lr": _csv(args.lr, float),
         "burn_in": _csv(args.burn_in, int), "params": parse_set(args.set) or None,
         "split_estimators": args.split_estimators, "device": args.device,
+        "n": _csv(getattr(args, "n", None), int), "timeout": getattr(args, "timeout", None),
     }
     over = {k: v for k, v in over.items() if v is not None}
     if isinstance(over.get("tasks"), str):
@@ -178,7 +183,9 @@ def cmd_sweep(args) -> int:
         done_names = {c.name for c in done}
         for c in cells:
             est = ",".join(c.config["estimators"])
-            print(f"{'done ' if c.name in done_names else 'todo '} {c.name}  [{est}; {c.config['steps']} steps]")
+            size = (f"n = {c.config['n']}, seeds {','.join(map(str, c.config['seeds']))}"
+                    if c.config.get("protocol") == "sample" else f"{c.config['steps']} steps")
+            print(f"{'done ' if c.name in done_names else 'todo '} {c.name}  [{est}; {size}]")
         print(f"{len(cells)} cells ({len(done)} complete, {len(todo)} to run) -> {out}")
         return EXIT_OK
 
