@@ -184,6 +184,9 @@ def prepare(cfg: RunConfig):
     """Validate everything a run needs (names, sizes, MI levels vs. the task's capacity) and build
     the task; raises :class:`MibenchError` with one line on any user mistake."""
     cfg = cfg.resolved()
+    from .estimators.protocols import require_streamable
+
+    require_streamable(cfg.estimators)   # black-box / generative estimators: sample protocol only (issue 12)
     device = resolve_device(cfg.device)
     schedule = parse_schedule(cfg.mi, cfg.steps)
     if cfg.precision == "tf32" and device.type != "cuda":
