@@ -11,6 +11,7 @@ from pathlib import Path
 TASK_FLAGS = {
     "dim": int, "cubic": None, "ds": int, "layout": str, "side": int, "nuisance": float,
     "encoder": str, "data_dir": str, "n_per_class": int, "transform": str, "layer": str,
+    "exclude_same_item": None,
 }
 
 
@@ -52,8 +53,11 @@ def register_cli(sub) -> None:
     g.add_argument("--cubic", action="store_true", default=None, help="gaussian: y -> y^3 (MI unchanged)")
     g.add_argument("--ds", type=int, help="vision/text/mixed: number of binary information sources")
     g.add_argument("--layout", help="vision: CxRxC patch grid, e.g. 1x2x5 (3 channels = RGB stacking)")
-    g.add_argument("--side", type=int, help="vision: image side after resizing (dr = channels * side^2)")
+    g.add_argument("--side", type=int, help="vision: image side after resizing (dr = channels * side^2; default 64)")
     g.add_argument("--nuisance", type=float, help="vision: CIFAR-10 background strength eta in [0, 1]")
+    g.add_argument("--exclude-same-item", action="store_true", default=None,
+                   help="vision/text: the paper's pairing, Y's item never X's item when the classes agree (adds a "
+                        "small excess over ds (1 - H_b(beta)); default: Y drawn independently, exact truth)")
     g.add_argument("--encoder", help="text: Hugging Face BERT-family checkpoint (path or id)")
     g.add_argument("--data-dir", help="dataset directory (else $MIBENCH_DATA, else the user cache)")
     g.add_argument("--n-per-class", type=int, help="text: reviews embedded per class")

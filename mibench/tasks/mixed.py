@@ -12,15 +12,15 @@ import numpy as np
 import torch
 
 from . import TASKS
-from .pools import BSCSources
+from .pools import BSCSources, rendered_decodability
 from .text import DEFAULT_MARGIN, load_imdb_pool
-from .vision import PATCH, RESIZE, Renderer, check_nuisance, check_side, load_backgrounds, load_mnist_pool, parse_layout
+from .vision import DEFAULT_SIDE, RESIZE, announce_decodability, Renderer, check_nuisance, check_side, load_backgrounds, load_mnist_pool, parse_layout
 
 
 class MixedTask(BSCSources):
     name = "mixed"
 
-    def __init__(self, ds=None, layout=None, side: int = PATCH, nuisance: float = 0.0, encoder=None, data_dir=None,
+    def __init__(self, ds=None, layout=None, side: int = DEFAULT_SIDE, nuisance: float = 0.0, encoder=None, data_dir=None,
                  n_per_class=None, max_length=None, split=None, margin: float = DEFAULT_MARGIN, standardize: bool = True,
                  device="cpu"):
         self.layout = parse_layout(ds, layout)
@@ -51,6 +51,14 @@ class MixedTask(BSCSources):
         y = self.text_pool.gather(iy).reshape(b, self.dim_y)
         return x, y, cx, cy
 
+    def decodability(self):
+        """(probe record, notes): linear probes on the rendered canvas (X) and the concatenated blocks (Y)."""
+        if getattr(self, "_decodability", None) is None:
+            ident = {"image": self._image_info, "text": self._text_info, "layout": self.layout, "side": self.side,
+                     "nuisance": self.nuisance, "backgrounds": self._bg_info}
+            self._decodability = announce_decodability(self.name, rendered_decodability(self, ident, sides=("x", "y")))
+        return self._decodability
+
     def info(self) -> dict:
         sources = [self._image_info["data_source"], self._text_info["data_source"]]
         out = {"task": self.name, "ds": self.ds, "dr": self.dr, "dr_x": self.dim_x, "dr_y": self.dim_y, "dim_x": self.dim_x, "dim_y": self.dim_y,
@@ -60,7 +68,10 @@ class MixedTask(BSCSources):
                "data_source": "; ".join(f"{k}: {v}" for k, v in zip(("images", "text"), sources)),
                "pool_sizes": {"mnist": self._image_info["pool_sizes"], "imdb": self._text_info["pool_sizes"]},
                "decoder_accuracy": min(self._image_info["decoder_accuracy"], self._text_info["decoder_accuracy"]),
-               "pools": {"mnist": self._image_info, "imdb": self._text_info}}
+               "pools": {"mnist": self._image_info, "imdb": self._text_info},
+               "pairing": "X's digits and Y's reviews come from different pools (no same-item question)"}
+        out["rendered_decoder"], out["notes"] = self.decodability()
+        out["rendered_decoder_accuracy"] = out["rendered_decoder"]["accuracy"]
         if self._bg_info is not None:
             out["pools"]["backgrounds"] = self._bg_info
             out["nuisance_source"] = self._bg_info["data_source"]
@@ -69,7 +80,7 @@ class MixedTask(BSCSources):
 
 @TASKS.register("mixed", "image-text pairs: X = MNIST canvas (vision), Y = IMDB embeddings (text), same sources; "
                          "--ds/--layout, --side, --nuisance, --encoder, --data-dir")
-def make_mixed(device="cpu", ds=None, layout=None, side: int = PATCH, nuisance: float = 0.0, encoder=None,
+def make_mixed(device="cpu", ds=None, layout=None, side: int = DEFAULT_SIDE, nuisance: float = 0.0, encoder=None,
                data_dir=None, n_per_class=None, max_length=None, split=None,
                margin: float = DEFAULT_MARGIN, standardize: bool = True) -> MixedTask:
     return MixedTask(ds=ds, layout=layout, side=side, nuisance=nuisance, encoder=encoder, data_dir=data_dir,

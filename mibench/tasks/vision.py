@@ -4,15 +4,18 @@ Construction, per sample and source i = 1..ds:
 
 * C_i ~ fair coin; X's patch i is a random MNIST digit of class C_i;
 * C'_i = C_i XOR Bernoulli(beta) (binary symmetric channel, beta = bsc_crossover(ds, MI) solves
-  ds * (1 - H_b(beta)) = MI exactly); Y's patch i is a random digit of class C'_i, never the
-  same image as X's patch (a *different* image of the same class when C'_i = C_i).
+  ds * (1 - H_b(beta)) = MI exactly); Y's patch i is a random digit of class C'_i drawn
+  independently of X's digit given the classes, so I(X;Y) = ds * (1 - H_b(beta)) exactly.
+  ``exclude_same_item=True`` is the paper's variant (§4.4: Y is a *different* image of the same
+  class), which adds a small excess over that value (see :meth:`ClassPool.draw`).
 
 The ds patches are laid out in a ``channels x rows x cols`` grid (``layout="1x2x5"``, the paper's
 default for ds = 10; "2x5" means one channel; RGB stacking is channels = 3).  Each channel's
 (rows*28) x (cols*28) canvas is resized to ``side x side`` with bilinear interpolation
 (``torch.nn.functional.interpolate``, ``align_corners=False``, ``antialias=True`` so that
 down-sizing averages rather than aliases; an exact no-op when the canvas is already side x side).
-dr = channels * side^2, values in [0, 1].
+dr = channels * side^2, values in [0, 1].  The default side is the paper's 64 (§5.5: images of size
+64^2 resized to 10^2..100^2; the authors' default dr = 4096 for ds = 10).
 
 Nuisance eta in [0, 1] (§5.6): every X and Y canvas is composited over its own independent random
 CIFAR-10 image (grayscale, ITU-R 601 luma, unless channels = 3, which takes RGB; other channel
@@ -23,7 +26,9 @@ construction when the result fits in 128 MB (per batch otherwise).
 
 True MI = ds * (1 - H_b(beta)) bits, which needs the class of every pooled digit to be decodable
 without error: see :mod:`mibench.tasks.pools` (decoder accuracy 1.0 on the kept pool, recorded in
-``info()``).  Everything is vectorised torch on ``device``: one uint8 tensor per pool, a batch is
+``info()``).  What the estimator sees is the rendered canvas, so ``info()`` also records a linear
+probe's held-out accuracy on rendered samples of the run's own configuration
+(:func:`mibench.tasks.pools.rendered_decodability`) and a note when it is below 1.0.  Everything is vectorised torch on ``device``: one uint8 tensor per pool, a batch is
 an index gather plus one interpolate call.
 """
 from __future__ import annotations
@@ -36,9 +41,11 @@ import torch.nn.functional as F
 
 from ..errors import MibenchError
 from . import TASKS
-from .pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
+from .pools import (BSCSources, ClassPool, cached_filter, check_kept_pool, decodability_notes, pool_info,
+                    rendered_decodability)
 
 PATCH = 28
+DEFAULT_SIDE = 64   # paper §5.5 / the authors' default dr = 4096 at ds = 10
 MAX_SOURCES = 4096
 SIDE_RANGE = (8, 1024)
 RESIZE = "bilinear (torch interpolate, align_corners=False, antialias=True)"
@@ -170,6 +177,22 @@ def load_backgrounds(data_dir=None, device="cpu"):
     return torch.from_numpy(np.array(images, dtype=np.uint8, copy=True)).to(device), info
 
 
+def pairing_info(exclude_same_item: bool) -> str:
+    if exclude_same_item:
+        return ("paper's exclusion (§4.4): Y's item of a source is never X's item when the classes agree; true MI "
+                "slightly above ds (1 - H_b(beta)) for finite pools")
+    return "Y's items drawn independently of X's given the classes: I(X;Y) = ds (1 - H_b(beta)) exactly"
+
+
+def announce_decodability(task_name: str, rec: dict):
+    import sys
+
+    notes = decodability_notes(task_name, rec)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    return rec, notes
+
+
 class Renderer:
     """Turns gathered uint8 patches (n, ds, 28, 28) into flattened canvases (n, channels*side^2)."""
 
@@ -221,9 +244,10 @@ class Renderer:
 class VisionTask(BSCSources):
     name = "vision"
 
-    def __init__(self, ds=None, layout=None, side: int = PATCH, nuisance: float = 0.0, data_dir=None,
-                 n_per_class=None, margin: float = 1.0, device="cpu"):
+    def __init__(self, ds=None, layout=None, side: int = DEFAULT_SIDE, nuisance: float = 0.0, data_dir=None,
+                 n_per_class=None, margin: float = 1.0, exclude_same_item: bool = False, device="cpu"):
         self.layout = parse_layout(ds, layout)
+        self.exclude_same_item = bool(exclude_same_item)
         self.ds = int(np.prod(self.layout))
         self.side = check_side(side)
         self.nuisance = check_nuisance(nuisance)
@@ -240,10 +264,19 @@ class VisionTask(BSCSources):
     def sample_with_classes(self, batch_size: int, mi_bits: float, generator: torch.Generator):
         """(x, y, cx, cy): the batch and the per-source classes behind X and Y."""
         cx, cy = self.draw_classes(batch_size, mi_bits, generator)
-        ix, iy = self.pool.draw(cx, cy, generator)
+        ix, iy = self.pool.draw(cx, cy, generator, self.exclude_same_item)
         canvases = self.render(self.pool.gather(torch.cat([ix, iy])), generator)
         b = cx.shape[0]
         return canvases[:b], canvases[b:], cx, cy
+
+    def decodability(self):
+        """(probe record, notes) for the rendered canvas of this configuration; computed once (cached on
+        disk), and the note printed once when the probe is below 1.0."""
+        if getattr(self, "_decodability", None) is None:
+            ident = {"pool": self._pool_info, "layout": self.layout, "side": self.side, "nuisance": self.nuisance,
+                     "backgrounds": self._bg_info}
+            self._decodability = announce_decodability(self.name, rendered_decodability(self, ident))
+        return self._decodability
 
     def info(self) -> dict:
         out = {"task": self.name, "ds": self.ds, "dr": self.dr, "dim_x": self.dim_x, "dim_y": self.dim_y,
@@ -251,7 +284,10 @@ class VisionTask(BSCSources):
                "layout": "x".join(map(str, self.layout)), "side": self.side, "resize": RESIZE,
                "nuisance": self.nuisance, "data_source": self._pool_info["data_source"],
                "pool_sizes": self._pool_info["pool_sizes"], "decoder_accuracy": self._pool_info["decoder_accuracy"],
-               "pools": {"mnist": self._pool_info}}
+               "pools": {"mnist": self._pool_info}, "pairing": pairing_info(self.exclude_same_item),
+               "exclude_same_item": self.exclude_same_item}
+        out["rendered_decoder"], out["notes"] = self.decodability()
+        out["rendered_decoder_accuracy"] = out["rendered_decoder"]["accuracy"]
         if self._bg_info is not None:
             out["pools"]["backgrounds"] = self._bg_info
             out["nuisance_source"] = self._bg_info["data_source"]
@@ -261,8 +297,8 @@ class VisionTask(BSCSources):
 
 
 @TASKS.register("vision", "MNIST 0/1 digits in a channels x rows x cols grid, BSC for non-integer MI; "
-                          "--ds, --layout 1x2x5, --side 28, --nuisance eta, --data-dir")
-def make_vision(device="cpu", ds=None, layout=None, side: int = PATCH, nuisance: float = 0.0, data_dir=None,
-                n_per_class=None, margin: float = 1.0) -> VisionTask:
+                          "--ds, --layout 1x2x5, --side 64, --nuisance eta, --exclude-same-item, --data-dir")
+def make_vision(device="cpu", ds=None, layout=None, side: int = DEFAULT_SIDE, nuisance: float = 0.0, data_dir=None,
+                n_per_class=None, margin: float = 1.0, exclude_same_item: bool = False) -> VisionTask:
     return VisionTask(ds=ds, layout=layout, side=side, nuisance=nuisance, data_dir=data_dir,
-                      n_per_class=n_per_class, margin=margin, device=device)
+                      n_per_class=n_per_class, margin=margin, exclude_same_item=exclude_same_item, device=device)
