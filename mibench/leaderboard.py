@@ -285,6 +285,15 @@ def _sample_seed_rows(r: RunRecord, setup: dict) -> list[dict]:
                         "mse": (est - level) ** 2, "diverged": not ok, "run_dir": str(r.path), "kind": e["kind"],
                         "seconds": float(e["seconds"]) if ok and e["seconds"] not in ("", None) else float("nan"),
                         "n_parameters": int(float(e["n_parameters"] or 0))})
+    # per-seed squared deviation from the seeds' mean: its mean over seeds is the variance over seeds
+    groups: dict = {}
+    for row in out:
+        groups.setdefault((row["estimator"], row["true_mi"]), []).append(row)
+    for rows in groups.values():
+        vals = np.array([x["mean_estimate"] for x in rows], dtype=float)
+        mean = float(vals[np.isfinite(vals)].mean()) if np.isfinite(vals).any() else float("nan")
+        for x in rows:
+            x["variance"] = (x["mean_estimate"] - mean) ** 2
     return out
 
 

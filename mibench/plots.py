@@ -512,6 +512,10 @@ def plot_results(target, out_dir=None, max_bar_plots: int = 24) -> list[Path]:
     written: list[Path] = []
     if (target / "config.json").is_file():
         out = Path(out_dir) if out_dir else target
+        if (target / "sample_estimates.csv").is_file():   # sample protocol (issue 12): estimate vs true MI
+            from .sample_protocol import plot_sample_figures
+
+            return plot_sample_figures(target, out)
         if not is_complete(target):     # interrupted / killed / still running: the steps logged so far
             got = staircase_from_runs([target]) if (target / "estimates.csv").is_file() else None
             if got is None or not len(got[1]):

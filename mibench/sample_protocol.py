@@ -463,3 +463,37 @@ def format_sample_summary(result: SampleResult) -> str:
     for note in result.config.get("failed_estimates", []):
         lines.append(f"! failed: {note}")
     return "\n".join(lines)
+
+
+def plot_sample_figures(run_dir, out_dir=None) -> list[Path]:
+    """``mibench plot`` on a sample run: ``estimates.png`` (estimate vs true MI per seed) and, when
+    complete, ``metrics.png`` (bias / variance / MSE bars over seeds, as for streaming runs)."""
+    import csv
+
+    from .results import is_complete, read_config
+
+    run_dir = Path(run_dir)
+    out = Path(out_dir) if out_dir else run_dir
+    with open(run_dir / "sample_estimates.csv", newline="") as fh:
+        rows = []
+        for r in csv.DictReader(fh):
+            r["true_mi"], r["estimate"] = float(r["true_mi"]), float(r["estimate"] or "nan")
+            rows.append(r)
+    if not rows:
+        raise MibenchError(f"{run_dir} has logged no estimates")
+    cfg = read_config(run_dir)
+    c = cfg.get("config", {})
+    title = f"{c.get('task')} · sample protocol n = {c.get('n')} · seeds {len(c.get('seeds') or [])}"
+    if cfg.get("status") != "complete":
+        title += f" · {cfg.get('status')}"
+    out.mkdir(parents=True, exist_ok=True)
+    plot_sample_run(out / "estimates.png", rows, title)
+    written = [out / "estimates.png"]
+    if is_complete(run_dir):
+        from .leaderboard import collect, per_seed_rows
+        from .plots import plot_metric_bars
+
+        col = collect([run_dir])
+        plot_metric_bars(per_seed_rows(col.runs), out / "metrics.png", title=f"{c.get('task')} · sample protocol")
+        written.append(out / "metrics.png")
+    return written
