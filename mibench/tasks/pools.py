@@ -185,6 +185,29 @@ class ClassPool:
         return self.offsets[c] + torch.minimum((u * n).long(), n - 1)
 
 
+def pairing_mi_bits(sizes, beta: float, exclude_same_item: bool) -> float:
+    """Exact I(item of X; item of Y) in bits for ONE source, in closed form (issue 14, item 3).
+
+    One source: C ~ fair coin, X's item uniform in class C (pool sizes ``sizes`` = (n0, n1)),
+    C' = C XOR Bernoulli(beta), Y's item uniform in class C' -- independently of X's item, or
+    (``exclude_same_item``) never X's item when C' = C.  p(i) = 1 / (2 n_c) for both items, and
+
+    * independent: p(i, j) / (p(i) p(j)) = 2 q with q = 1 - beta (same class) or beta, so
+      I = (1 - beta) log2 2(1 - beta) + beta log2 2 beta = 1 - H_b(beta) exactly;
+    * exclusion: same-class pairs i != j have ratio 2 (1 - beta) n_c / (n_c - 1), so
+      I = 1 - H_b(beta) + (1 - beta) / 2 * sum_c log2(n_c / (n_c - 1))  (the excess).
+
+    ds independent sources add up.  tests/test_paper_fidelity.py checks this against brute-force
+    enumeration of the joint pmf and against :meth:`ClassPool.draw`.
+    """
+    b = float(beta)
+    h = 0.0 if b in (0.0, 1.0) else -(b * np.log2(b) + (1 - b) * np.log2(1 - b))
+    base = 1.0 - h
+    if not exclude_same_item:
+        return base
+    return base + 0.5 * (1.0 - b) * sum(float(np.log2(n / (n - 1.0))) for n in sizes)
+
+
 RENDER_CHECK_VERSION = 1
 RENDER_CHECK_N = 2000             # rendered samples per check: 3/4 fit, 1/4 held out
 RENDER_CHECK_ITER = 50

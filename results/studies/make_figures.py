@@ -117,8 +117,12 @@ def figure(study: str) -> Path:
                     ax.set_xscale("log")
             if metric == "mean_estimate":
                 truth = sub["true_mi"].unique()
-                for t in truth:
-                    ax.axhline(t, color="black", lw=1.3)
+                if kind == "line" and len(truth) > 1 and sub.groupby(x)["true_mi"].nunique().max() == 1:
+                    tl = sub.groupby(x)["true_mi"].first().sort_index()   # truth varies with x (ds study: MI = ds)
+                    ax.plot(tl.index, tl.values, color="black", lw=1.3, label="true MI")
+                else:
+                    for t in truth:
+                        ax.axhline(t, color="black", lw=1.3)
                 ax.set_title(task, fontsize=10)
                 ax.set_ylabel("mean estimate (bits)")
                 lo = min(0.0, float(np.nanmin(sub[metric])))
