@@ -135,10 +135,15 @@ def test_rendered_decodability_recorded_and_noted(tmp_path, capfd):
 
 
 def test_text_and_mixed_record_rendered_decodability():
+    """Text X is ds pool embeddings side by side, so the pool's decoder applied block-wise is exact on
+    it: accuracy 1.0, no note (a held-out probe on the concatenation measured 0.974 at ds 2 and
+    0.89 at ds 10: its own over-fitting).  Mixed: X probed, Y block-wise."""
     text = make_task("text", data_dir="embedded", ds=2).info()
-    assert 0.9 <= text["rendered_decoder_accuracy"] <= 1.0 and text["exclude_same_item"] is False
+    assert text["rendered_decoder_accuracy"] == 1.0 and text["notes"] == [] and text["exclude_same_item"] is False
+    assert text["rendered_decoder"]["method"].startswith("block-wise")
     mixed = make_task("mixed", data_dir="embedded", layout="1x1x2", side=28).info()
     assert mixed["rendered_decoder"]["checked"] == ["x", "y"]
+    assert mixed["rendered_decoder"]["per_side"]["y"]["accuracy"] == 1.0
     assert mixed["rendered_decoder_accuracy"] == min(v["accuracy"] for v in mixed["rendered_decoder"]["per_side"].values())
 
 

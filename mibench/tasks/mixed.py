@@ -56,7 +56,8 @@ class MixedTask(BSCSources):
         if getattr(self, "_decodability", None) is None:
             ident = {"image": self._image_info, "text": self._text_info, "layout": self.layout, "side": self.side,
                      "nuisance": self.nuisance, "backgrounds": self._bg_info}
-            self._decodability = announce_decodability(self.name, rendered_decodability(self, ident, sides=("x", "y")))
+            self._decodability = announce_decodability(self.name, rendered_decodability(self, ident, sides=("x", "y"),
+                                                                                  blocks={"y": self.text_pool}))
         return self._decodability
 
     def info(self) -> dict:

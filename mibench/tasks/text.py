@@ -133,7 +133,7 @@ class TextTask(BSCSources):
         """(probe record, notes): linear probe on the concatenated (standardised) blocks X sees."""
         if getattr(self, "_decodability", None) is None:
             ident = {"pool": self._pool_info, "ds": self.ds}
-            self._decodability = announce_decodability(self.name, rendered_decodability(self, ident))
+            self._decodability = announce_decodability(self.name, rendered_decodability(self, ident, blocks={"x": self.pool}))
         return self._decodability
 
     def info(self) -> dict:

@@ -6,12 +6,14 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export MIBENCH_DATA="${MIBENCH_DATA:-../shared/data}"
 WORKERS="${WORKERS:-2}"; THREADS="${THREADS:-1}"
-studies=("$@"); [ ${#studies[@]} -eq 0 ] && studies=(encoders resnet-layers estimators nuisance ds critics depth dr encoders_long estimators_long nuisance_long ds_long)
+studies=("$@"); [ ${#studies[@]} -eq 0 ] && studies=(encoders resnet-layers estimators nuisance ds critics depth dr encoders_long estimators_long nuisance_long)
 for s in "${studies[@]}"; do
   t0=$(date +%s)
   case "$s" in
     encoders)      nice -n 5 python -m mibench.cli sweep --preset encoders --quick --out results/sweeps/studies-encoders \
                      --workers "$WORKERS" --threads "$THREADS" --no-leaderboard --no-plot ;;
+    ds)            nice -n 5 python -m mibench.cli sweep --preset ds --quick --out results/sweeps/studies-ds \
+                     --workers "$WORKERS" --threads "$THREADS" --no-leaderboard --no-plot ;;   # paper §5.4: MI = ds bits
     resnet-layers) nice -n 5 python -m mibench.cli encoders train-resnet --layout 1x2x2 --side 16
                    nice -n 5 python -m mibench.cli sweep --preset resnet-layers --quick --seeds 0,1 --out results/sweeps/studies-resnet-layers \
                      --workers "$WORKERS" --threads "$THREADS" --no-leaderboard --no-plot ;;
