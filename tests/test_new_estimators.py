@@ -188,9 +188,10 @@ def test_score_heads_train(name):
 # Short training in the streaming harness, the setting of tests/test_accuracy.py (Gaussian d = 5,
 # truth 2 bits, joint critic 1 x 64, batch 64, lr 1e-3, 800 steps, mean after a 400-step burn-in).
 # Measured on the 2-core machine, seeds 0-4, mean estimate in bits (min-max):
-#   f-dime-kl 1.785-1.840   f-dime-hd 1.869-1.924   f-dime-gan 1.874-1.889   alpha-infonce-0.5 1.872-1.905
-# Band: the measured range widened by 0.08 bits on each side (as test_accuracy's +-0.08).
-CALIBRATED_RANGE = {"f-dime-kl": (1.785, 1.840), "f-dime-hd": (1.869, 1.924), "f-dime-gan": (1.874, 1.889),
+#   f-dime-kl 1.785-1.875   f-dime-hd 1.869-1.943   f-dime-gan 1.874-1.955   alpha-infonce-0.5 1.872-1.905
+# (seed 0: 1.840 / 1.896 / 1.889 / 1.881).  Band: the measured range widened by 0.08 bits on each side
+# (as test_accuracy's +-0.08).
+CALIBRATED_RANGE = {"f-dime-kl": (1.785, 1.875), "f-dime-hd": (1.869, 1.943), "f-dime-gan": (1.874, 1.955),
                     "alpha-infonce-0.5": (1.872, 1.905)}
 BAND = 0.08
 
