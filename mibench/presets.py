@@ -22,6 +22,7 @@ QUICK_EST = ["nwj", "infonce", "mine", "smile-5"]
 FULL = {"steps": 20_000, "mi": "stepwise", "seeds": [0, 1, 2], "batch_size": 64, "lr": 5e-4,
         "hidden": 256, "layers": 2}
 DS_FULL = [1, 4, 9, 16, 36, 64, 100]   # §5.4: ds from 1 to 100 (square grids for vision)
+_NO_MI = lambda d: {k: v for k, v in d.items() if k != "mi"}   # noqa: E731  (ds: MI set per task)
 DS_DIGIT_PX = 20   # §5.4 study: pixels per digit side (64^2 / 10 sources ~ 20^2 px each; 3 x 3 -> 60 x 60)
 QUICK = {"steps": 1000, "mi": "stepwise", "seeds": [0, 1], "batch_size": 64, "lr": 5e-4, "hidden": 64, "layers": 2}
 
@@ -79,12 +80,12 @@ PRESETS: dict[str, dict] = {
                        "(Gaussian: dim = ds, 1 bit per dimension); vision: square 1 x r x r grids with every digit "
                        "kept at 20 x 20 px (side = 20 r: the paper's 64 x 64 image at ds = 10 gives ~20 x 20 px per "
                        "digit, and ds = 9 gives the authors' 60 x 60 canvas), so dr grows with ds",
-        "full": {**FULL, "estimators": ALL8, "critics": ["joint"],
+        "full": {**_NO_MI(FULL), "estimators": ALL8, "critics": ["joint"],
                  "tasks": [{"task": "gaussian", "params": {"dim": d}, "mi": d} for d in DS_FULL]
                  + [{"task": "vision", "params": {"layout": f"1x{r}x{r}", "side": DS_DIGIT_PX * r}, "mi": r * r}
                     for r in (1, 2, 3, 4, 6, 8, 10)]
                  + [{"task": "text", "params": {"ds": d}, "mi": d} for d in DS_FULL]},
-        "quick": {**QUICK, "steps": 800, "seeds": [0], "estimators": QUICK_EST, "critics": ["joint"],
+        "quick": {**_NO_MI(QUICK), "steps": 800, "seeds": [0], "estimators": QUICK_EST, "critics": ["joint"],
                   "tasks": [{"task": "gaussian", "params": {"dim": d}, "mi": d} for d in (1, 4, 16, 36)]
                   + [{"task": "vision", "params": {"layout": f"1x{r}x{r}", "side": DS_DIGIT_PX * r}, "mi": r * r}
                      for r in (1, 2, 4, 6)]},
@@ -138,7 +139,7 @@ def _summary(d: dict) -> str:
                       for t in d["tasks"])
     est = d["estimators"]
     return (f"{tasks}; {len(est)} estimators; critic {'/'.join(d.get('critics', ['joint']))} "
-            f"depth {d.get('layers', 2)} width {d.get('hidden', 256)}; {d['steps']} steps; MI {d['mi']} bits; "
+            f"depth {d.get('layers', 2)} width {d.get('hidden', 256)}; {d['steps']} steps; MI {d.get('mi', '= ds')} bits; "
             f"seeds {d['seeds']}")
 
 
