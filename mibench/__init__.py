@@ -5,7 +5,8 @@ __version__ = "0.1.0"
 
 from .errors import MibenchError, DataNotFoundError
 
-__all__ = ["MibenchError", "DataNotFoundError", "estimate", "load_runs", "__version__"]
+__all__ = ["MibenchError", "DataNotFoundError", "estimate", "load_runs", "register_estimator", "evaluate",
+           "__version__"]
 
 
 def estimate(x, y, **kwargs):
@@ -21,3 +22,19 @@ def load_runs(path, complete_only: bool = False):
     from .results import load_runs as _load_runs
 
     return _load_runs(path, complete_only=complete_only)
+
+
+def register_estimator(name, obj, description=None, *, replace=False):
+    """Register your estimator (a sample-estimator class / object, a function ``f(x, y) -> nats``, or
+    a critic-head class) under ``name`` for ``mibench`` runs, sweeps and workers; see :mod:`mibench.plugins`."""
+    from .plugins import register_estimator as _register
+
+    return _register(name, obj, description, replace=replace)
+
+
+def evaluate(my_estimator, suite="quick", **kwargs):
+    """Benchmark your estimator on a standard sample-protocol suite and print where it ranks next to
+    the committed baselines; see :func:`mibench.evaluate.evaluate`."""
+    from .evaluate import evaluate as _evaluate
+
+    return _evaluate(my_estimator, suite, **kwargs)

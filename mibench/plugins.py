@@ -99,8 +99,14 @@ def entry_point_names() -> list[str]:
     return sorted({ep.name for ep in _entry_points()})
 
 
-@lru_cache(maxsize=None)
+_EP_CACHE: dict[str, Entry] = {}
+
+
 def _entry_point_entry_cached(name: str) -> Entry | None:
+    """Entry points are re-read on every miss (a package installed meanwhile is found); a found
+    entry is cached for the process."""
+    if name.lower() in _EP_CACHE:
+        return _EP_CACHE[name.lower()]
     for ep in _entry_points():
         if ep.name.lower() == name.lower():
             try:
@@ -112,7 +118,9 @@ def _entry_point_entry_cached(name: str) -> Entry | None:
             except Exception as e:
                 raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}) failed to load: "
                                    f"{type(e).__name__}: {e}") from None
-            return _entry(ep.name, obj, None, f"entry point {ep.value}")
+            entry = _entry(ep.name, obj, None, f"entry point {ep.value}")
+            _EP_CACHE[name.lower()] = entry
+            return entry
     return None
 
 

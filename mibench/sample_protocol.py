@@ -191,8 +191,19 @@ def estimate_once(name: str, x: np.ndarray, y: np.ndarray, seed: int, critic: st
     return out
 
 
-def _worker_main(conn, registrations: bytes | None, sys_path: list) -> None:
-    """A spawned estimate worker: receives jobs, answers with :func:`estimate_once` results."""
+def _worker_main(conn, registrations: bytes | None, sys_path: list, parent_pid: int | None = None) -> None:
+    """A spawned estimate worker: receives jobs, answers with :func:`estimate_once` results; exits
+    when its parent dies (never an orphan computing for nobody)."""
+    if parent_pid is not None:
+        import threading
+
+        def watch():
+            while True:
+                time.sleep(1.0)
+                if os.getppid() != parent_pid:
+                    os._exit(1)
+
+        threading.Thread(target=watch, daemon=True, name="mibench-parent-watch").start()
     for p in sys_path:
         if p not in sys.path:
             sys.path.append(p)
@@ -237,9 +248,20 @@ class EstimateWorker:
             payload = cloudpickle.dumps(regs)
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, payload, list(sys.path)), daemon=True,
-                                name="mibench-estimate-worker")
-        self.proc.start()
+        self.proc = ctx.Process(target=_worker_main, args=(child, payload, list(sys.path), os.getpid()),
+                                daemon=True, name="mibench-estimate-worker")
+        me = mp.current_process()
+        daemonic = me.daemon     # a Dask / pool worker is daemonic; multiprocessing refuses its children,
+        if daemonic:             # but this child is killed by us and exits when we die (_worker_main)
+            me._config["daemon"] = False
+        try:
+            self.proc.start()
+        except BaseException:
+            self.proc = None
+            raise
+        finally:
+            if daemonic:
+                me._config["daemon"] = True
         child.close()
         self.conn = parent
         if not parent.poll(120):
@@ -268,7 +290,8 @@ class EstimateWorker:
                     "value_nats": float("nan"), "seconds": float("nan"), "n_parameters": 0, "flag": "", "kind": ""}
 
     def stop(self, kill: bool = False) -> None:
-        if self.proc is None:
+        if self.proc is None or self.proc.pid is None:
+            self.proc = None
             return
         if kill:
             self.proc.kill()
