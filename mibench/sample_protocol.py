@@ -191,7 +191,8 @@ def estimate_once(name: str, x: np.ndarray, y: np.ndarray, seed: int, critic: st
     return out
 
 
-def _worker_main(conn, registrations: bytes | None, sys_path: list, parent_pid: int | None = None) -> None:
+def _worker_main(conn, registrations: bytes | None, sys_path: list, parent_pid: int | None = None,
+                 threads: int | None = None) -> None:
     """A spawned estimate worker: receives jobs, answers with :func:`estimate_once` results; exits
     when its parent dies (never an orphan computing for nobody)."""
     if parent_pid is not None:
@@ -207,6 +208,10 @@ def _worker_main(conn, registrations: bytes | None, sys_path: list, parent_pid: 
     for p in sys_path:
         if p not in sys.path:
             sys.path.append(p)
+    if threads:      # the parent's torch threads (a sweep cell's share of the cores)
+        import torch
+
+        torch.set_num_threads(int(threads))
     try:
         if registrations:
             import cloudpickle
@@ -248,7 +253,8 @@ class EstimateWorker:
             payload = cloudpickle.dumps(regs)
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, payload, list(sys.path), os.getpid()),
+        threads = sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None
+        self.proc = ctx.Process(target=_worker_main, args=(child, payload, list(sys.path), os.getpid(), threads),
                                 daemon=True, name="mibench-estimate-worker")
         me = mp.current_process()
         daemonic = me.daemon     # a Dask / pool worker is daemonic; multiprocessing refuses its children,
