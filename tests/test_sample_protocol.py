@@ -1,0 +1,182 @@
+"""The sample-based protocol (issue 12): fixed datasets per (seed, level), metrics over seeds,
+every task, the CLI / sweep / leaderboard / compare / plot path, mibench.evaluate."""
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mibench.cli import main
+from mibench.errors import MibenchError
+from mibench.sample_protocol import SampleConfig, draw_dataset, run_sample
+
+LN2 = math.log(2.0)
+
+
+def _csv(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.fixture
+def seed_valued():
+    """A black-box estimator whose answer is (seed + 1) bits whatever the data: known metrics."""
+    import mibench
+
+    return mibench.register_estimator("seed-valued-test", lambda x, y, seed=0: (seed + 1) * LN2, replace=True)
+
+
+def test_metrics_are_over_seeds_in_bits(tmp_path, seed_valued):
+    res = run_sample(SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=[seed_valued], mi=2,
+                                  n=100, seeds=[0, 1, 2], timeout=None), out_dir=tmp_path / "run", plot=False)
+    (row,) = res.summary
+    # estimates 1, 2, 3 bits against a true 2 bits
+    assert row["mean_estimate"] == pytest.approx(2.0) and row["bias"] == pytest.approx(0.0)
+    assert row["variance"] == pytest.approx(2 / 3) and row["mse"] == pytest.approx(2 / 3)
+    assert row["steps"] == 3 and row["failed"] == 0 and row["kind"] == "black-box" and row["n"] == 100
+    from mibench.leaderboard import build
+
+    board, _ = build([tmp_path])
+    (b,) = board.to_dict("records")
+    assert b["protocol"] == "sample" and b["n_seeds"] == 3 and b["seeds"] == "0;1;2"
+    assert b["bias"] == pytest.approx(0.0, abs=1e-6) and b["variance"] == pytest.approx(2 / 3, abs=1e-5)
+    assert b["mse"] == pytest.approx(2 / 3, abs=1e-5) and b["diverged_seeds"] == 0
+
+
+def test_one_fixed_dataset_per_seed_and_level():
+    from mibench.tasks import make_task
+
+    task = make_task("gaussian", dim=3)
+    x1, y1 = draw_dataset(task, 500, 2.0, seed=4)
+    x2, y2 = draw_dataset(task, 500, 2.0, seed=4)
+    x3, _ = draw_dataset(task, 500, 2.0, seed=5)
+    x4, _ = draw_dataset(task, 500, 3.0, seed=4)
+    assert x1.dtype == np.float64 and x1.shape == (500, 3) and y1.shape == (500, 3)
+    assert np.array_equal(x1, x2) and np.array_equal(y1, y2)
+    assert not np.array_equal(x1, x3) and not np.array_equal(x1, x4)
+
+
+def test_every_estimator_of_a_run_sees_the_same_pairs():
+    import mibench
+
+    a = mibench.register_estimator("sum-a-test", lambda x, y: float(x.sum() + 2 * y.sum()), replace=True)
+    b = mibench.register_estimator("sum-b-test", lambda x, y: float(x.sum() + 2 * y.sum()), replace=True)
+    res = run_sample(SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=[a, b], mi="1,2", n=64,
+                                  seeds=[0, 1], timeout=None))
+    by = {}
+    for r in res.rows:
+        by.setdefault((r["seed"], r["true_mi"]), set()).add(round(r["estimate"], 9))
+    assert len(by) == 4 and all(len(v) == 1 for v in by.values())
+    assert len({next(iter(v)) for v in by.values()}) == 4      # different datasets per seed and level
+
+
+def test_critic_bound_estimators_run_through_mibench_estimate():
+    res = run_sample(SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=["infonce", "gaussian"],
+                                  mi=1, n=400, seeds=[0], timeout=None, device="cpu",
+                                  estimate_kwargs={"steps": 40, "hidden": 16}))
+    rows = {r["estimator"]: r for r in res.rows}
+    assert rows["infonce"]["kind"] == "critic" and rows["infonce"]["status"] == "ok"
+    assert rows["infonce"]["n_parameters"] > 0 and rows["infonce"]["critic"] == "joint"
+    assert math.isfinite(rows["infonce"]["estimate"]) and rows["gaussian"]["critic"] == ""
+
+
+@pytest.mark.parametrize("task,params", [("gaussian", {"dim": 2}), ("gauss-dense-3x2", {}),
+                                         ("gaussian", {"dim": 4, "transform": "realnvp"})])
+def test_synthetic_tasks_under_the_sample_protocol(task, params):
+    res = run_sample(SampleConfig(task=task, task_params=params, estimators=["gaussian"], mi=1, n=2000,
+                                  seeds=[0], timeout=None))
+    (row,) = res.rows
+    assert row["status"] == "ok" and math.isfinite(row["estimate"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task,params", [("vision", {"ds": 2, "side": 8}), ("text", {"ds": 2}),
+                                         ("mixed", {})])
+def test_real_data_tasks_under_the_sample_protocol(task, params):
+    res = run_sample(SampleConfig(task=task, task_params=params, estimators=["gaussian"], mi=1, n=300,
+                                  seeds=[0], timeout=None))
+    (row,) = res.rows
+    assert row["status"] in ("ok", "non_finite") and row["n"] == 300
+
+
+def test_cli_sample_run_plot_leaderboard_compare(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["run", "--task", "gaussian", "--dim", "2", "--estimator", "gaussian,ksg", "--mi", "1,2",
+                 "--n", "800", "--seeds", "0,1", "--timeout", "0", "--out", str(out), "--quiet"]) == 0
+    for f in ("config.json", "sample_estimates.csv", "summary.csv", "estimates.png"):
+        assert (out / f).is_file(), f
+    rows = _csv(out / "sample_estimates.csv")
+    assert len(rows) == 8 and {r["status"] for r in rows} == {"ok"}
+    assert set(rows[0]) >= {"seed", "estimator", "kind", "true_mi", "estimate", "seconds", "n_parameters", "status",
+                            "error"}
+    assert main(["plot", str(out)]) == 0
+    assert (out / "metrics.png").is_file()
+    assert main(["leaderboard", str(out), "-o", str(tmp_path / "lb.csv")]) == 0
+    lb = _csv(tmp_path / "lb.csv")
+    assert {r["estimator"] for r in lb} == {"gaussian", "ksg"} and {r["protocol"] for r in lb} == {"sample"}
+    assert all(float(r["seconds"]) >= 0 for r in lb) and "s / estimate" in (tmp_path / "lb.md").read_text()
+    capsys.readouterr()
+    assert main(["compare", str(out), str(tmp_path / "lb.csv")]) == 0
+
+
+def test_bad_sample_settings_are_one_line(capsys):
+    for args in (["--n", "5"], ["--n", "100", "--timeout", "-1"], ["--n", "100", "--seeds", "a,b"],
+                 ["--n", "100", "--task", "vision", "--ds", "2", "--mi", "3"]):
+        assert main(["run", "--estimator", "gaussian", *args, "--quiet"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "Traceback" not in err[0], (args, err)
+
+
+def test_sample_sweep_cells_hold_all_seeds(tmp_path):
+    from mibench.sweep import SweepSpec
+
+    spec = SweepSpec.from_dict({"tasks": ["gaussian"], "estimators": ["gaussian", "ksg", "infonce"], "n": 1000,
+                                "seeds": "0-2", "mi": [2, 4], "critics": "separable", "steps": 50,
+                                "split_estimators": True})
+    cells = spec.cells()
+    assert len(cells) == 6 and all(c.config["seeds"] == [0, 1, 2] for c in cells)
+    assert all(c.config["protocol"] == "sample" and c.config["critic"] == "separable" for c in cells)
+    assert cells[0].config["estimate_kwargs"] == {"steps": 50}
+    assert len({c.name for c in cells}) == 6
+    with pytest.raises(MibenchError, match="burn_in"):
+        SweepSpec.from_dict({"tasks": ["gaussian"], "estimators": ["gaussian"], "n": 100, "burn_in": 5})
+    with pytest.raises(MibenchError, match="sample protocol"):
+        SweepSpec.from_dict({"tasks": ["gaussian"], "estimators": ["ksg"], "steps": 10})
+
+
+def test_evaluate_ranks_next_to_baselines(tmp_path, capsys):
+    """evaluate() on the quick suite against a baseline directory made here with the same setup
+    (the committed results/sample_leaderboard has the same setups; a test must not depend on it)."""
+    import mibench
+    from mibench.evaluate import COMMON, SETUPS
+
+    s = SETUPS["gaussian"]
+    base = tmp_path / "baselines"
+    run_sample(SampleConfig(task=s["task"], task_params=s["task_params"], estimators=["gaussian"], mi=s["mi"][0],
+                            n=COMMON["n"], seeds=COMMON["seeds"], critic=COMMON["critic"],
+                            estimate_kwargs=COMMON["estimate_kwargs"], timeout=None), out_dir=base / "g", plot=False)
+
+    def zero(x, y):
+        return 0.0
+
+    board = mibench.evaluate(zero, "quick", baselines=base, out=tmp_path / "mine", timeout=None, progress=False)
+    text = capsys.readouterr().out
+    assert "zero ranks 2 of 2" in text
+    ranks = dict(zip(board["estimator"], board["rank"]))
+    assert ranks == {"gaussian": 1, "zero": 2}
+    with pytest.raises(MibenchError, match="unknown suite"):
+        mibench.evaluate(zero, "nope")
+
+
+def test_committed_sample_leaderboard_matches_the_evaluate_suites():
+    from mibench.evaluate import COMMON, SETUPS, baseline_dir
+    from mibench.leaderboard import read_leaderboard
+
+    path = baseline_dir() / "leaderboard.csv"
+    if not path.is_file():
+        pytest.skip("results/sample_leaderboard/leaderboard.csv not committed yet")
+    lb = read_leaderboard(path)
+    assert set(lb["protocol"]) == {"sample"} and set(lb["n"]) == {COMMON["n"]}
+    assert {s["task"] for s in SETUPS.values()} <= set(lb["task"])
+    assert {"black-box", "critic"} <= set(lb["kind"])
