@@ -180,3 +180,20 @@ def test_committed_sample_leaderboard_matches_the_evaluate_suites():
     assert set(lb["protocol"]) == {"sample"} and set(lb["n"]) == {COMMON["n"]}
     assert {s["task"] for s in SETUPS.values()} <= set(lb["task"])
     assert {"black-box", "critic"} <= set(lb["kind"])
+
+
+def test_readme_snippet_benchmarks_an_estimator(capsys):
+    """The README's "Benchmark your own estimator" Python block, run as written (it needs the
+    committed baselines in results/sample_leaderboard/)."""
+    import re
+
+    from mibench.evaluate import baseline_dir
+
+    if not (baseline_dir() / "leaderboard.csv").is_file():
+        pytest.skip("results/sample_leaderboard not committed yet")
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Benchmark your own estimator", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert len(code.strip().splitlines()) <= 10
+    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    assert "MyEstimator ranks" in capsys.readouterr().out
