@@ -294,14 +294,17 @@ def test_doe_flow_log_density_is_normalised():
     assert float(mass) == pytest.approx(1.0, abs=1e-3)
 
 
+# Measured (2-core machine, loaded), d = 1, rho = 0.7 (truth 0.3367 nats), n = 3000, 600 steps, seeds 0-2:
+#   Gaussian  0.354 / 0.327 / 0.392  (errors +0.018 / -0.010 / +0.055)
+#   Y -> Y^3  0.341 / 0.308 / 0.380  (errors +0.005 / -0.029 / +0.043); without the gaussianising of
+#   the margins the cubic case gave 0.888 / 0.836 (flows fit the heavy-tailed margin badly).
+# Band 0.12 nats: mean error + ~3 sd of the six runs.  ~10-15 s per case.
 @pytest.mark.slow
-@pytest.mark.parametrize("d,rho", [(1, 0.7), (5, 0.5)])
-def test_doe_flow_gaussian_accuracy(d, rho):
-    """n = 10,000 with the defaults.  Measured (see the docstring of DOE_MEASURED)."""
+@pytest.mark.parametrize("cubic", [False, True])
+def test_doe_flow_accuracy(cubic):
     from mibench.estimators.generative import DoEFlow
 
-    x, y, truth = gaussian_samples(10_000, d, rho, seed=0)
-    assert abs(DoEFlow().estimate(x, y, seed=0) - truth) < DOE_BAND[d]
-
-
-DOE_BAND = {1: 0.1, 5: 0.15}
+    x, y, truth = gaussian_samples(3000, 1, 0.7, seed=0)
+    if cubic:
+        y = y ** 3
+    assert abs(DoEFlow(steps=600).estimate(x, y, seed=0) - truth) < 0.12

@@ -23,7 +23,12 @@ Data handling (documented rules): columns are z-scored with training statistics;
 columns (on the training split) are dropped (they carry no information); y is jittered by
 Gaussian noise of ``jitter`` = 0.01 (standardised units) so that densities exist for discrete or
 often-exactly-0 coordinates (pixels) -- the target is then I(X; Y + N) <= I(X; Y), which differs
-from I(X;Y) only by what noise of 1% of a standard deviation hides.  Training: Adam, minibatches,
+from I(X;Y) only by what noise of 1% of a standard deviation hides.  Then (``marginals =
+"gaussianise"``, the default) every coordinate of x and y goes through the training split's
+empirical CDF and the normal quantile (:func:`_gaussianise`): strictly increasing per coordinate,
+so MI is unchanged, and the two flows' excess entropies no longer differ by how badly each fits
+heavy-tailed margins (measured, Y -> Y^3, d = 1, rho 0.7, n 3000: 0.86 nats for a truth of 0.34
+with z-scoring only).  Training: Adam, minibatches,
 the best state of each flow on a validation part of the training split is kept (early stopping);
 the estimate is on the held-out test split (``test_fraction``).  Everything is batched torch on
 the device picked by :func:`pick_device` (CUDA when available).
@@ -138,6 +143,20 @@ class ConditionalFlow(nn.Module):
         return -0.5 * (y * y).sum(1) - 0.5 * y.shape[1] * LOG_2PI + logdet
 
 
+def _gaussianise(train: np.ndarray, *others: np.ndarray) -> list[np.ndarray]:
+    """Each column through the training split's empirical CDF (piecewise-linear between the sorted
+    training values, levels (i + 1/2)/n) and the standard-normal quantile: a strictly increasing
+    map per coordinate (ties are broken by the jitter applied before), so MI is unchanged, and the
+    flows start from Gaussian margins instead of having to learn heavy tails (Y -> Y^3)."""
+    from scipy.special import ndtri
+
+    n = train.shape[0]
+    levels = ndtri((np.arange(n) + 0.5) / n)
+    srt = np.sort(train, axis=0)
+    return [np.column_stack([np.interp(a[:, j], srt[:, j], levels) for j in range(a.shape[1])])
+            for a in (train, *others)]
+
+
 def _standardise(train: np.ndarray, *others: np.ndarray):
     mean = train.mean(0)
     sd = train.std(0)
@@ -157,7 +176,10 @@ class DoEFlow:
 
     def __init__(self, layers: int = 4, hidden: int = 128, context: int = 64, steps: int = 2000,
                  batch_size: int = 256, lr: float = 1e-3, test_fraction: float = 0.2, val_fraction: float = 0.1,
-                 eval_every: int = 100, jitter: float = 0.01, device: str = "auto"):
+                 eval_every: int = 100, jitter: float = 0.01, marginals: str = "gaussianise", device: str = "auto"):
+        if marginals not in ("gaussianise", "standardise"):
+            raise MibenchError(f"doe-flow marginals must be 'gaussianise' or 'standardise', got {marginals!r}")
+        self.marginals = marginals
         self.layers, self.hidden, self.context = layers, hidden, context
         self.steps, self.batch_size, self.lr = steps, batch_size, lr
         self.test_fraction, self.val_fraction, self.eval_every = test_fraction, val_fraction, eval_every
@@ -196,6 +218,9 @@ class DoEFlow:
         ytr, yva, yte = (a[:, keep] for a in (ytr, yva, yte))
         noise = rng.standard_normal
         ytr, yva, yte = (a + self.jitter * noise(a.shape) for a in (ytr, yva, yte))
+        if self.marginals == "gaussianise":
+            xtr, xva, xte = _gaussianise(xtr + 1e-9 * noise(xtr.shape), xva, xte)
+            ytr, yva, yte = _gaussianise(ytr, yva, yte)
 
         device = pick_device(self.device)
         threads = torch.get_num_threads()
