@@ -1,20 +1,65 @@
 """``mibench.estimate``: estimate I(X;Y) on your own paired samples with any registered estimator
-and critic, trained by the same harness as the benchmark."""
+and critic, with a held-out readout that cannot collapse (issue 13).
+
+How it works (all of it seeded by ``seed``):
+
+1. The n pairs are split into a training part and a held-out part (``test_fraction``, default 0.2);
+   columns are z-scored with training statistics.
+2. The critic trains on random minibatches of ``batch_size`` training pairs.  A batch is scored in
+   blocks of 32 x 32 pairs: the 32 diagonal pairs of a block are joint samples, its 32 * 31
+   off-diagonal pairs stand in for the product of marginals (as in the benchmark harness, where the
+   block is the whole batch), so a step sees ``batch_size`` joint pairs at ``batch_size * 32``
+   critic evaluations instead of ``batch_size**2``.
+3. Every ``eval_every`` steps the estimator's bound is evaluated on the held-out pairs, split into
+   blocks of up to 125 pairs (one batched pass); the critic state with the best held-out value is
+   kept, and training stops when ``patience`` evaluations in a row did not improve on it (early
+   stopping).  The reported ``mi`` is that best held-out value, read again on reshuffled held-out
+   blocks, with ``mi_stderr`` = standard deviation over the held-out blocks / sqrt(number of blocks).
+4. ``mi`` is never negative: a held-out value below zero is reported as 0 with ``clipped = True``
+   (the raw value stays in ``mi_raw``), and ``status`` says how much to trust the number.
+
+``status`` values:
+
+``converged``               the held-out value rose and then plateaued; training stopped early.
+``overfit``                 the held-out value fell clearly (> max(2 stderr, 0.02 nats)) below its best
+                            before training stopped: the critic began to overfit, the estimate is the
+                            best checkpoint's (before it did); more data or a smaller critic may give more.
+``still_increasing``        the step budget ran out while the held-out value was still improving (its
+                            best came in the last quarter of the evaluations): the estimate may be low;
+                            pass more ``steps``.
+``no_dependence_detected``  the held-out value is within 2 standard errors of 0 (or below): no
+                            dependence this estimator can detect at this sample size; ``mi`` is
+                            max(0, ``mi_raw``).
+``diverged``                the training estimate became non-finite; the last finite best checkpoint
+                            (if any) is reported.
+``train_only``              ``test_fraction=0``: no held-out readout, ``mi`` is the mean of the last 10%
+                            of the training curve (inflated by overfitting; not recommended).
+
+Defaults sized to the data (d = dim_x + dim_y, n_train the training pairs); see :func:`default_settings`.
+"""
 from __future__ import annotations
 
+import copy
 import math
-from dataclasses import dataclass
+import sys
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from .errors import MibenchError
-from .units import nats_to_bits
+
+BLOCK = 32            # training batches are scored in BLOCK x BLOCK pairs
+EVAL_BLOCK = 125      # held-out blocks have at most EVAL_BLOCK pairs
+MIN_SAMPLES = 100
+
+STATUSES = ("converged", "overfit", "still_increasing", "no_dependence_detected", "diverged", "train_only")
 
 
 @dataclass
 class EstimateResult:
-    mi: float                 # held-out estimate (or training-tail mean if test_fraction == 0), in `units`
+    mi: float                 # held-out estimate at the best checkpoint, >= 0 (see mi_raw), in `units`
     units: str
     estimator: str
     critic: str
@@ -23,13 +68,23 @@ class EstimateResult:
     n_train: int
     n_test: int
     diverged_at: int | None   # first step with a non-finite estimate, if any
+    status: str = "converged"             # one of STATUSES (module docstring)
+    mi_stderr: float = float("nan")       # standard error of mi over held-out blocks, in `units`
+    mi_raw: float = float("nan")          # the held-out value before clipping at 0, in `units`
+    clipped: bool = False                 # mi_raw < 0 was reported as 0
+    seconds: float = 0.0                  # wall time of the call
+    n_parameters: int = 0                 # trainable parameters of critic + estimator head
+    best_step: int = 0                    # training step of the reported checkpoint
+    steps_run: int = 0                    # steps trained before early stopping / the budget
+    held_out_curve: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))  # (step, value) in `units`
+    settings: dict = field(default_factory=dict)  # the resolved training settings (defaults filled in)
 
     def __float__(self) -> float:
         return float(self.mi)
 
 
 class ArrayTask:
-    """Minibatches of the user's training pairs (the 'task' the harness trains on)."""
+    """Minibatches of the user's training pairs (the 'task' a harness run would train on)."""
 
     name = "arrays"
 
@@ -54,7 +109,7 @@ def _as_2d(a, name: str) -> np.ndarray:
     if isinstance(a, torch.Tensor):
         a = a.detach().cpu().numpy()
     try:
-        arr = np.asarray(a, dtype=np.float64)
+        arr = np.array(a, dtype=np.float64)
     except (TypeError, ValueError):
         raise MibenchError(f"{name} must be a numeric array") from None
     if arr.ndim == 1:
@@ -66,20 +121,63 @@ def _as_2d(a, name: str) -> np.ndarray:
     return arr
 
 
-def estimate(x, y, estimator: str = "smile", critic: str = "joint", steps: int = 2000, batch_size: int = 64,
-             lr: float = 5e-4, hidden: int = 256, layers: int = 2, embed: int = 32, test_fraction: float = 0.2,
-             standardize: bool = True, device: str = "auto", seed: int = 0, units: str = "bits",
-             progress: bool = False) -> EstimateResult:
-    """Estimate I(X;Y) from paired samples ``x`` (n, dx) and ``y`` (n, dy).
+def default_settings(n_train: int, dim_x: int, dim_y: int) -> dict:
+    """The data-sized defaults (documented rule; README "Python API"), d = dim_x + dim_y:
 
-    The pairs are split (seeded) into training and held-out parts; the critic trains on random
-    minibatches of training pairs (off-diagonal pairs of a batch act as the product of marginals)
-    and the reported ``mi`` is the bound averaged over held-out batches of ``batch_size``, so it is
-    not inflated by overfitting.  Columns are z-scored with training statistics when
-    ``standardize``.  ``units``: 'bits' or 'nats'.
+    * critic width ``hidden`` = 32 for d <= 4, else 64; ``layers`` = 1 (input layer + 1 hidden
+      layer + output: two ReLU layers).  Larger critics overfit 8,000 training pairs sooner and
+      were not more accurate on the distributions family (benchmarks/results/estimate.txt);
+    * ``lr`` (Adam) = 5e-3 for hidden 32, 2e-3 for hidden 64;
+    * ``batch_size`` = 256 pairs where n_train >= 2048, else the largest multiple of 32 <= n_train / 8
+      (at least 32); each batch is scored in 32 x 32 blocks;
+    * ``steps`` (budget) = 3000, ``eval_every`` = 25 steps, ``patience`` = 6 evaluations (150
+      steps) without a new best held-out value.
     """
-    from .harness import RunConfig, _train, build_models, resolve_device
-    from .schedule import parse_schedule
+    d = dim_x + dim_y
+    hidden = 32 if d <= 4 else 64
+    batch = 256 if n_train >= 2048 else max(BLOCK, (n_train // 8) // BLOCK * BLOCK)
+    lr = 5e-3 if hidden == 32 else 2e-3
+    return {"hidden": hidden, "layers": 1, "batch_size": batch, "lr": lr, "steps": 3000, "eval_every": 25,
+            "patience": 6}
+
+
+def estimate(x, y, estimator: str = "smile", critic: str = "joint", steps: int | None = None,
+             batch_size: int | None = None, lr: float | None = None, hidden: int | None = None,
+             layers: int | None = None, embed: int = 32, test_fraction: float = 0.2, standardize: bool = True,
+             device: str = "auto", seed: int = 0, units: str = "bits", progress: bool = False,
+             eval_every: int | None = None, patience: int | None = None, threads: int | None = 1) -> EstimateResult:
+    """Estimate I(X;Y) from paired samples ``x`` (n, dx) and ``y`` (n, dy); see the module docstring
+    for the procedure and the ``status`` values.
+
+    Any argument left ``None`` takes the data-sized default of :func:`default_settings`.
+    ``estimator`` / ``critic``: any registered name (``mibench list``).  ``units``: 'bits' or 'nats'.
+    ``test_fraction=0`` trains on everything and reports the training tail (status ``train_only``).
+    ``patience=0`` disables early stopping (train the whole budget, still report the best checkpoint).
+    ``threads``: torch CPU threads for this call (restored afterwards; ``None`` keeps torch's
+    setting).  Default 1: the critics are small, and on a shared or busy machine one thread was
+    measured 5x faster per step than two (benchmarks/bench_estimate.py).
+    Returns an :class:`EstimateResult` (``mi``, ``status``, ``mi_stderr``, ``seconds``,
+    ``n_parameters``, ...).
+    """
+    t_start = time.perf_counter()
+    old_threads = torch.get_num_threads()
+    if threads is not None:
+        if int(threads) < 1:
+            raise MibenchError(f"threads must be >= 1, got {threads}")
+        torch.set_num_threads(int(threads))
+    try:
+        return _estimate(x, y, estimator, critic, steps, batch_size, lr, hidden, layers, embed, test_fraction,
+                         standardize, device, seed, units, progress, eval_every, patience, t_start)
+    finally:
+        torch.set_num_threads(old_threads)
+
+
+def _estimate(x, y, estimator, critic, steps, batch_size, lr, hidden, layers, embed, test_fraction, standardize,
+              device, seed, units, progress, eval_every, patience, t_start) -> EstimateResult:
+    from .critics import make_critic
+    from .estimators import make_estimator, resolve_estimators
+    from .harness import resolve_device
+    from .kernels import make_adam
 
     if units not in ("bits", "nats"):
         raise MibenchError(f"units must be 'bits' or 'nats', got {units!r}")
@@ -91,10 +189,23 @@ def estimate(x, y, estimator: str = "smile", critic: str = "joint", steps: int =
     n = xa.shape[0]
     n_test = int(round(n * test_fraction))
     n_train = n - n_test
-    if n_train < batch_size or (test_fraction > 0 and n_test < batch_size):
-        raise MibenchError(f"{n} samples are too few for batch_size {batch_size} with test_fraction {test_fraction}; "
-                           "pass more samples or a smaller batch_size")
+    auto = default_settings(n_train, xa.shape[1], ya.shape[1])
+    opts = {"hidden": hidden, "layers": layers, "batch_size": batch_size, "lr": lr, "steps": steps,
+            "eval_every": eval_every, "patience": patience}
+    s = {k: (auto[k] if v is None else v) for k, v in opts.items()}
+    if n < MIN_SAMPLES or n_train < s["batch_size"] or (test_fraction > 0 and n_test < 16):
+        raise MibenchError(f"{n} samples are too few for batch_size {s['batch_size']} with test_fraction {test_fraction} "
+                           f"(need >= {MIN_SAMPLES} pairs and >= 16 held out); pass more samples or a smaller batch_size")
+    if int(s["batch_size"]) < 2:
+        raise MibenchError(f"batch_size must be >= 2, got {s['batch_size']}")
+    if not (s["lr"] > 0 and math.isfinite(s["lr"])):
+        raise MibenchError(f"lr must be a positive number, got {s['lr']}")
+    if int(s["steps"]) < 1 or int(s["eval_every"]) < 1 or int(s["patience"]) < 0:
+        raise MibenchError("steps and eval_every must be >= 1 and patience >= 0")
+    steps, batch, eval_every, patience = int(s["steps"]), int(s["batch_size"]), int(s["eval_every"]), int(s["patience"])
+    est_name = resolve_estimators([estimator])[0]
     dev = resolve_device(device)
+
     perm = np.random.default_rng(seed).permutation(n)
     tr, te = perm[:n_train], perm[n_train:]
     if standardize:
@@ -104,32 +215,154 @@ def estimate(x, y, estimator: str = "smile", critic: str = "joint", steps: int =
             arr /= np.where(sd > 0, sd, 1.0)
     xt = torch.as_tensor(xa, dtype=torch.float32, device=dev)
     yt = torch.as_tensor(ya, dtype=torch.float32, device=dev)
-    train_task = ArrayTask(xt[tr], yt[tr])
-    cfg = RunConfig(task="arrays", estimators=[estimator], critic=critic, hidden=hidden, layers=layers, embed=embed,
-                    mi=0.0, steps=steps, batch_size=batch_size, lr=lr, seed=seed, device=str(dev)).resolved()
-    critics, heads, groups = build_models(cfg, train_task.dim_x, train_task.dim_y, dev)
-    curve_bits, diverged = _train(cfg, train_task, parse_schedule(0.0, steps), critics, heads, groups, dev, progress)
-    scale = 1.0 if units == "bits" else math.log(2.0)
-    curve = curve_bits[0] * scale
-    tail = curve[-max(1, steps // 10):]
+    x_tr, y_tr, x_te, y_te = xt[tr], yt[tr], xt[te], yt[te]
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = make_critic(critic, xa.shape[1], ya.shape[1], int(s["hidden"]), int(s["layers"]), embed).to(dev)
+    head = make_estimator(est_name).to(dev)
+    params = [p for m in (net, head) for p in m.parameters() if p.requires_grad]
+    n_parameters = int(sum(p.numel() for p in params))
+    optimizer = make_adam(params, float(s["lr"])) if params else None
+    gen = torch.Generator(device=dev).manual_seed(seed)
+    block = min(BLOCK, batch)
+    batch = batch // block * block
+
+    curve = np.full(steps, np.nan)
+    buf = torch.full((steps,), float("nan"), device=dev)
+    held: list[tuple[int, float, float]] = []     # (step, value, stderr) nats
+    best = (-math.inf, 0.0, 0, None)               # (value, stderr, step, state)
+    diverged_at = None
+    since_best = 0
+    step = 0
+    stop = "budget"
+    for step in range(1, steps + 1):
+        idx = torch.randint(0, n_train, (batch,), generator=gen, device=dev)
+        xb, yb = x_tr[idx].view(-1, block, x_tr.shape[1]), y_tr[idx].view(-1, block, y_tr.shape[1])
+        net.train()
+        loss, value = _block_loss(head, _block_scores(net, xb, yb))
+        buf[step - 1] = value
+        if not torch.isfinite(loss):
+            diverged_at = step - 1
+            stop = "diverged"
+            break
+        if optimizer is not None:
+            optimizer.zero_grad(set_to_none=True)
+            if loss.requires_grad:
+                loss.backward()
+            optimizer.step()
+        if n_test and (step % eval_every == 0 or step == steps):
+            v, se = _held_out(net, head, x_te, y_te, seed=None)
+            held.append((step, v, se))
+            if progress:
+                print(f"step {step}: held-out {v:.4f} +- {se:.4f} nats", file=sys.stderr)
+            if math.isfinite(v) and v > best[0]:
+                best = (v, se, step, copy.deepcopy(net.state_dict()))
+                since_best = 0
+            else:
+                since_best += 1
+                if patience and since_best >= patience:
+                    stop = "patience"
+                    break
+    curve[:step] = buf[:step].double().cpu().numpy()
+    bad = np.flatnonzero(~np.isfinite(curve[:step]))
+    if bad.size and diverged_at is None:
+        diverged_at = int(bad[0])
+    tail = curve[max(0, step - max(1, step // 10)):step]
     train_est = float(np.nanmean(tail)) if np.isfinite(tail).any() else float("nan")
-    if n_test:
-        held = _held_out_nats(critics[0], heads[0], xt[te], yt[te], batch_size)
-        mi = nats_to_bits(held) * scale
+
+    if not n_test:
+        raw, se, best_step, status = train_est, float("nan"), step, "train_only"
     else:
-        mi = train_est
-    return EstimateResult(mi=float(mi), units=units, estimator=cfg.estimators[0], critic=critic, curve=curve,
-                          train_estimate=train_est, n_train=n_train, n_test=n_test,
-                          diverged_at=diverged.get(cfg.estimators[0]))
+        if best[3] is not None:
+            net.load_state_dict(best[3])
+            # final readout of the chosen checkpoint on reshuffled held-out blocks (different negatives
+            # than the ones it was selected on, which damps the max-over-evaluations selection bias)
+            raw, se = _held_out(net, head, x_te, y_te, seed=seed + 1)
+            best_step = best[2]
+        else:
+            raw, se, best_step = float("nan"), float("nan"), 0
+        status = _status(held, best, stop, diverged_at, raw, se)
+    if not math.isfinite(raw):
+        raise MibenchError(f"estimator {est_name!r} diverged at step {diverged_at} before any finite held-out "
+                           "value; try a smaller lr or another estimator")
+    clipped = raw < 0
+    scale = 1.0 if units == "nats" else 1.0 / math.log(2.0)
+    return EstimateResult(
+        mi=max(raw, 0.0) * scale, units=units, estimator=est_name, critic=critic, curve=curve * scale,
+        train_estimate=train_est * scale, n_train=n_train, n_test=n_test, diverged_at=diverged_at, status=status,
+        mi_stderr=se * scale, mi_raw=raw * scale, clipped=bool(clipped), seconds=time.perf_counter() - t_start,
+        n_parameters=n_parameters, best_step=best_step, steps_run=step,
+        held_out_curve=np.array([(st, v * scale) for st, v, _ in held]).reshape(-1, 2),
+        settings={**s, "block": block, "embed": embed, "test_fraction": test_fraction})
+
+
+def _status(held, best, stop, diverged_at, raw, se) -> str:
+    if diverged_at is not None and stop == "diverged":
+        return "diverged"
+    if not math.isfinite(raw) or raw <= 2 * se:
+        return "no_dependence_detected"
+    last = held[-1][1] if held else raw
+    if math.isfinite(last) and best[0] - last > max(2 * best[1], 0.02):
+        return "overfit"
+    if stop == "budget" and len(held) >= 4 and best[2] > held[int(0.75 * len(held))][0]:
+        return "still_increasing"
+    return "converged"
+
+
+def _block_scores(net, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+    """Scores of G blocks: (G, B, dx), (G, B, dy) -> (G, B, B); the joint critic in one batched pass."""
+    from .critics.mlp import JointCritic, run_mlp
+    from . import kernels
+
+    if isinstance(net, JointCritic):
+        g, b = xb.shape[0], xb.shape[1]
+        first = net.net[0]
+        hx = kernels.linear(xb.reshape(g * b, -1), first.weight_x, first.bias).view(g, b, 1, -1)
+        hy = kernels.linear(yb.reshape(g * b, -1), first.weight_y, None).view(g, 1, b, -1)
+        h = (hx + hy).relu_()
+        return run_mlp(net.net, h.reshape(g * b * b, -1), start=2).view(g, b, b)
+    return torch.stack([net(xb[i], yb[i]) for i in range(xb.shape[0])])
+
+
+def _block_loss(head, scores: torch.Tensor):
+    """(mean training loss, mean reported estimate) over the blocks; stateless bounds take all blocks
+    at once (the bound functions reduce over the last two dimensions), others one block at a time."""
+    from .estimators import BoundEstimator, JSTrainedEstimator
+
+    if isinstance(head, (BoundEstimator, JSTrainedEstimator)):
+        loss, value = head(scores)
+        return loss.mean(), value.detach().mean()
+    losses, values = zip(*(head(scores[i]) for i in range(scores.shape[0])))
+    return torch.stack(losses).mean(), torch.stack([v.detach() for v in values]).mean()
 
 
 @torch.no_grad()
-def _held_out_nats(critic, head, x, y, batch_size) -> float:
-    """Mean of the estimator's reported bound over consecutive held-out batches of ``batch_size``."""
-    critic.eval()
-    n_batches = x.shape[0] // batch_size
-    values = []
-    for b in range(n_batches):
-        sl = slice(b * batch_size, (b + 1) * batch_size)
-        values.append(head.value(critic(x[sl], y[sl])))
-    return float(torch.stack(values).mean())
+def _held_out(net, head, x, y, seed=None) -> tuple[float, float]:
+    """(mean, standard error) in nats of the estimator's reported bound over held-out blocks of up to
+    EVAL_BLOCK pairs (at least 4 blocks where the held-out part allows); ``seed`` reshuffles the
+    pairs into blocks first."""
+    from .estimators import BoundEstimator, JSTrainedEstimator
+
+    n = x.shape[0]
+    b = max(2, min(EVAL_BLOCK, n // 4))
+    nb = n // b
+    if seed is not None:
+        idx = torch.randperm(n, generator=torch.Generator().manual_seed(seed)).to(x.device)
+        x, y = x[idx], y[idx]
+    xb, yb = x[:nb * b].view(nb, b, -1), y[:nb * b].view(nb, b, -1)
+    net.eval()
+    vals = []
+    chunk = max(1, 4_000_000 // (b * b * 64))   # bound the (G, b, b, hidden) activation memory
+    for i in range(0, nb, chunk):
+        sc = _block_scores(net, xb[i:i + chunk], yb[i:i + chunk])
+        if isinstance(head, (BoundEstimator, JSTrainedEstimator)):
+            vals.append(head.value(sc).reshape(-1))
+        else:
+            vals.append(torch.stack([head.value(sc[j]) for j in range(sc.shape[0])]))
+    net.train()
+    v = torch.cat(vals).double()
+    if not torch.isfinite(v).all():
+        return float("nan"), float("nan")
+    se = float(v.std() / math.sqrt(v.numel())) if v.numel() > 1 else float("nan")
+    return float(v.mean()), se
