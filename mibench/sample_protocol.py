@@ -486,9 +486,9 @@ def format_sample_summary(result: SampleResult) -> str:
               f"{'s/est':>8}{'params':>9}")
     lines += [header, "-" * len(header)]
     for r in result.summary:
-        lines.append(f"{r['estimator'][:16]:<16}{r['kind']:>11}{r['true_mi']:>6g}{r['mean_estimate']:>8.3f}"
-                     f"{r['bias']:>8.3f}{r['variance']:>8.3f}{r['mse']:>8.3f}{r['steps']:>4d}{r['seconds']:>8.2f}"
-                     f"{r['n_parameters']:>9d}")
+        lines.append(f"{r['estimator'][:16]:<16}{r['kind']:>11}{r['true_mi']:>6g} {r['mean_estimate']:>7.3f}"
+                     f" {r['bias']:>7.3f} {r['variance']:>7.3f} {r['mse']:>7.3f}{r['steps']:>4d} {r['seconds']:>7.2f}"
+                     f" {r['n_parameters']:>8d}")
     for note in result.config.get("failed_estimates", []):
         lines.append(f"! failed: {note}")
     return "\n".join(lines)
