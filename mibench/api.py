@@ -301,13 +301,13 @@ def _estimate(x, y, estimator, critic, steps, batch_size, lr, hidden, layers, em
 def _status(held, best, stop, diverged_at, raw, se) -> str:
     if diverged_at is not None and stop == "diverged":
         return "diverged"
+    if stop == "budget" and len(held) >= 4 and best[2] > held[int(0.75 * len(held))][0]:
+        return "still_increasing"   # checked first: a value still rising at the budget's end may be low for that reason
     if not math.isfinite(raw) or raw <= 2 * se:
         return "no_dependence_detected"
     last = held[-1][1] if held else raw
     if math.isfinite(last) and best[0] - last > max(2 * best[1], 0.02):
         return "overfit"
-    if stop == "budget" and len(held) >= 4 and best[2] > held[int(0.75 * len(held))][0]:
-        return "still_increasing"
     return "converged"
 
 
