@@ -35,7 +35,6 @@ STUDIES = {
     "encoders_long": ("transform", "bar", "encoder g applied to X and Y"),
     "estimators_long": ("estimator", "bar", "estimator"),
     "nuisance_long": ("nuisance", "line", "nuisance strength η"),
-    "ds_long": ("ds", "line", "number of information sources ds"),
 }
 TRANSFORM_ORDER = ["none", "realnvp", "maf", "irevnet"]
 
