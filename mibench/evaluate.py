@@ -69,9 +69,9 @@ def evaluate(my_estimator, suite: str = "quick", *, name: str | None = None, bas
     else:
         est_name = register_estimator(name or _name_of(my_estimator), my_estimator, replace=True)
     base = Path(baselines) if baselines is not None else baseline_dir()
-    if not base.is_dir():
-        raise MibenchError(f"committed baselines not found at {base} (pass baselines=DIR or set "
-                           "MIBENCH_SAMPLE_BASELINES)")
+    if not base.is_dir() or not any(base.rglob("sample_estimates.csv")):
+        raise MibenchError(f"no baseline runs found under {base}: make them with the commands in "
+                           "results/sample_leaderboard/README.md, or pass baselines=DIR")
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="mibench-evaluate-"))
     run_dirs = []
     for setup in SUITES[suite]:
