@@ -58,10 +58,12 @@ def test_default_estimate_on_a_1d_gaussian_is_within_a_tenth_of_a_nat():
     assert r.status in ("converged", "overfit", "still_increasing")
     assert isinstance(r.mi, float) and isinstance(r.seconds, float) and isinstance(r.n_parameters, int)
     assert 0 < r.mi_stderr < 0.06 and r.seconds > 0 and not r.clipped and r.mi_raw == pytest.approx(r.mi)
-    # hidden 32, layers 1 for d = 2: (2*32 + 32) + (32*32 + 32) + (32 + 1) parameters
-    assert r.n_parameters == 96 + 1056 + 33
+    # hidden 32, layers 1 for d = 2: (2*32 + 32) + (32*32 + 32) + (32 + 1) parameters, plus the
+    # Gaussian part (M_xx, M_xy, M_yy: 1 each, the constant c) and the gate alpha
+    assert r.settings["gaussian_critic"] and r.settings["preprocess"] == "normal-scores"
+    assert r.n_parameters == 96 + 1056 + 33 + 4 + 1
     assert r.settings["hidden"] == 32 and r.settings["batch_size"] == 256
-    assert 0 < r.best_step <= r.steps_run <= 3000 and r.held_out_curve.shape[1] == 2
+    assert 0 <= r.best_step <= r.steps_run <= 3000 and r.held_out_curve.shape[1] == 2
 
 
 def test_transformed_margin_case_within_a_tenth_of_a_nat():
@@ -89,7 +91,9 @@ def test_status_values_budget_and_threads_restored():
     before = torch.get_num_threads()
     r = mibench.estimate(x, y, steps=60, eval_every=20, patience=0, seed=0, device="cpu")
     assert torch.get_num_threads() == before
-    assert r.steps_run == 60 and r.status in STATUSES and r.held_out_curve.shape == (3, 2)
+    # held-out evaluations at steps 0 (the Gaussian starting critic), 20, 40, 60
+    assert r.steps_run == 60 and r.status in STATUSES and r.held_out_curve.shape == (4, 2)
+    assert list(r.held_out_curve[:, 0]) == [0, 20, 40, 60]
     t = mibench.estimate(x, y, steps=40, test_fraction=0.0, device="cpu")
     assert t.status == "train_only" and t.n_test == 0
 
