@@ -39,6 +39,10 @@ protocol, n               ``stream`` (n = 0) or ``sample`` (issue 12): one fixed
                           for the sample protocol (mibench.estimate's data-sized defaults) unless set
 kind                      critic | black-box | generative
 seconds, n_parameters     sample protocol: mean wall-clock seconds per estimate, trainable parameters
+mi_status, mi_stderr      sample protocol: the estimators' own statuses counted over the seeds'
+                          successful estimates (``converged:2;overfit:1``; critic-bound estimators
+                          via mibench.estimate, empty for bare-float estimators) and the mean of
+                          their standard errors (bits; empty when none reported)
 ========================  ===================================================================
 
 Rows are ordered by the setup columns (task, task_params, critic, layers, hidden, embed,
@@ -80,7 +84,7 @@ ROW_KEY = SETUP_KEY + ["estimator", "true_mi"]
 METRICS = ["mean_estimate", "bias", "variance", "mse"]
 COLUMNS = (SETUP_COLUMNS + ["estimator", "rank", "rank_score", "true_mi", "n_seeds", "seeds"]
            + [c for m in METRICS for c in (m, f"{m}_ci95")] + ["abs_bias", "diverged_seeds"]
-           + ["kind", "seconds", "n_parameters"])
+           + ["kind", "seconds", "n_parameters", "mi_status", "mi_stderr"])
 IGNORED_PARAMS = {"data_dir"}
 
 
@@ -272,19 +276,19 @@ def per_seed_rows(runs: list[RunRecord]) -> list[dict]:
 def _sample_seed_rows(r: RunRecord, setup: dict) -> list[dict]:
     """Sample protocol: one row per estimator x level x seed from sample_estimates.csv (the single
     estimate of that seed's dataset; a failed estimate is NaN and counted in diverged_seeds)."""
-    import csv
+    from .sample_protocol import read_sample_estimates
 
     out = []
-    with open(Path(r.path) / "sample_estimates.csv", newline="") as fh:
-        for e in csv.DictReader(fh):
-            level = float(e["true_mi"])
-            ok = e["status"] == "ok"
-            est = float(e["estimate"]) if ok and e["estimate"] not in ("", None) else float("nan")
-            out.append({**setup, "estimator": e["estimator"], "true_mi": level, "seed": int(e["seed"]),
-                        "mean_estimate": est, "bias": est - level, "variance": float("nan"),
-                        "mse": (est - level) ** 2, "diverged": not ok, "run_dir": str(r.path), "kind": e["kind"],
-                        "seconds": float(e["seconds"]) if ok and e["seconds"] not in ("", None) else float("nan"),
-                        "n_parameters": int(float(e["n_parameters"] or 0))})
+    for e in read_sample_estimates(Path(r.path) / "sample_estimates.csv"):
+        level = float(e["true_mi"])
+        ok = e["status"] == "ok"
+        est = float(e["estimate"]) if ok else float("nan")
+        out.append({**setup, "estimator": e["estimator"], "true_mi": level, "seed": int(e["seed"]),
+                    "mean_estimate": est, "bias": est - level, "variance": float("nan"),
+                    "mse": (est - level) ** 2, "diverged": not ok, "run_dir": str(r.path), "kind": e["kind"],
+                    "seconds": float(e["seconds"]) if ok and e["seconds"] not in ("", None) else float("nan"),
+                    "n_parameters": int(float(e["n_parameters"] or 0)),
+                    "mi_status": e["mi_status"] if ok else "", "mi_stderr": e["mi_stderr"] if ok else float("nan")})
     # per-seed squared deviation from the seeds' mean: its mean over seeds is the variance over seeds
     groups: dict = {}
     for row in out:
@@ -338,6 +342,14 @@ def aggregate(runs: list[RunRecord]):
         secs = g["seconds"].to_numpy(dtype=float) if sample else np.array([])
         row["seconds"] = float(np.nanmean(secs)) if np.isfinite(secs).any() else float("nan")
         row["n_parameters"] = int(g["n_parameters"].max()) if sample else None
+        if sample:
+            from .sample_protocol import status_counts
+
+            ses = g["mi_stderr"].to_numpy(dtype=float)
+            row["mi_status"] = status_counts(g["mi_status"].fillna("").astype(str).tolist())
+            row["mi_stderr"] = float(np.nanmean(ses)) if np.isfinite(ses).any() else float("nan")
+        else:
+            row["mi_status"], row["mi_stderr"] = "", float("nan")
         rows.append(row)
     board = pd.DataFrame(rows)
     # rank within a setup by MSE averaged over levels
@@ -497,15 +509,16 @@ def _sample_markdown(g, f, params) -> list[str]:
              f"· MI {f['schedule']} bits · critic-bound estimators: {f['critic']} critic via mibench.estimate"
              + (f" ({kw})" if kw else " (data-sized defaults)"), "",
              "| rank | estimator | kind | avg MSE | true MI | estimate | bias | variance | MSE | seeds | failed "
-             "| s / estimate | parameters |",
-             "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| s / estimate | parameters | status |",
+             "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for _, r in g.iterrows():
         params_n = r["n_parameters"]
         lines.append(f"| {r['rank']} | {r['estimator']} | {r['kind']} | {_num(r['rank_score'])} | {r['true_mi']:g} | "
                      f"{_pm(r['mean_estimate'], r['mean_estimate_ci95'])} | {_pm(r['bias'], r['bias_ci95'])} | "
                      f"{_num(r['variance'])} | {_pm(r['mse'], r['mse_ci95'])} | {r['n_seeds']} | "
                      f"{r['diverged_seeds'] or ''} | {_num(r['seconds'], 2)} | "
-                     f"{'' if params_n is None or params_n != params_n else int(params_n)} |")
+                     f"{'' if params_n is None or params_n != params_n else int(params_n)} | "
+                     f"{r.get('mi_status') if isinstance(r.get('mi_status'), str) else ''} |")
     lines.append("")
     return lines
 

@@ -16,8 +16,21 @@ one number for it (plus wall-clock seconds), and bias / variance / MSE are taken
   in-process (no protection against hangs).
 * Outputs (atomic writes): ``config.json`` (``"protocol": "sample"``), ``sample_estimates.csv``
   (one row per seed x level x estimator: seed, estimator, kind, true_mi, estimate, seconds,
-  n_parameters, status, flag, error; MI in bits), ``summary.csv`` (the streaming columns, ``steps``
-  = successful estimates, plus kind, n, failed, seconds, n_parameters; bits) and ``estimates.png``.
+  n_parameters, status, mi_status, mi_stderr, clipped, error; MI in bits), ``summary.csv`` (the
+  streaming columns, ``steps`` = successful estimates, plus kind, n, failed, seconds, n_parameters,
+  mi_status, mi_stderr; bits) and ``estimates.png``.
+
+Two status columns: ``status`` is the outcome of the estimate as a computation (``ok``, ``error``,
+``non_finite``, ``timeout``, ``crashed``: :data:`STATUSES`); ``mi_status`` is how far the estimator
+itself trusts its number: for critic-bound estimators :class:`mibench.api.EstimateResult`'s
+``status`` (``converged``, ``overfit``, ``still_increasing``, ``no_dependence_detected``,
+``diverged``, ``train_only``), with ``mi_stderr`` its standard error (bits) and ``clipped`` whether
+a negative held-out value was reported as 0; for black-box / generative estimators that return a
+bare float, the object's ``status`` attribute if it sets one, else empty (as are ``mi_stderr`` and
+``clipped``).  Files written before these columns existed (a ``flag`` column instead of
+``mi_status``) load as before (:func:`read_sample_estimates`).  In ``summary.csv``, ``mi_status``
+counts the statuses over the successful seeds (``converged:2;overfit:1``) and ``mi_stderr`` is
+their mean standard error.
 
 Summary metrics (bits): ``mean_estimate`` and ``bias`` over the successful seeds, ``variance`` the
 population variance over them, ``mse`` = mean squared error = bias^2 + variance (as metrics.py).
@@ -41,8 +54,8 @@ LN2 = math.log(2.0)
 DEFAULT_N = 10_000
 DEFAULT_TIMEOUT = 600.0
 ESTIMATE_COLUMNS = ["run_id", "task", "estimator", "kind", "critic", "seed", "n", "true_mi", "estimate", "seconds",
-                    "n_parameters", "status", "flag", "error"]
-SUMMARY_EXTRA = ["kind", "n", "estimates", "failed", "seconds", "n_parameters"]
+                    "n_parameters", "status", "mi_status", "mi_stderr", "clipped", "error"]
+SUMMARY_EXTRA = ["kind", "n", "estimates", "failed", "seconds", "n_parameters", "mi_status", "mi_stderr"]
 STATUSES = ("ok", "error", "non_finite", "timeout", "crashed")
 
 
@@ -151,7 +164,7 @@ def estimate_once(name: str, x: np.ndarray, y: np.ndarray, seed: int, critic: st
     from .estimators import ESTIMATORS
 
     out = {"value_nats": float("nan"), "seconds": float("nan"), "n_parameters": 0, "status": "error",
-           "flag": "", "error": "", "kind": ""}
+           "mi_status": "", "mi_stderr_nats": float("nan"), "clipped": "", "error": "", "kind": "", "info": ""}
     try:
         obj = ESTIMATORS.get(name).obj()
         kind = kind_of(obj)
@@ -164,7 +177,10 @@ def estimate_once(name: str, x: np.ndarray, y: np.ndarray, seed: int, critic: st
                            **(estimate_kwargs or {}))
             out["seconds"] = time.perf_counter() - t0
             value = float(getattr(res, "mi", res))
-            out["flag"] = str(getattr(res, "status", ""))
+            out["mi_status"] = str(getattr(res, "status", "") or "")
+            out["mi_stderr_nats"] = _float_or_nan(getattr(res, "mi_stderr", float("nan")))
+            if hasattr(res, "clipped"):
+                out["clipped"] = bool(res.clipped)
             out["n_parameters"] = int(getattr(res, "n_parameters", 0) or 0)
         else:
             raw = obj.estimate(x, y, seed=int(seed))
@@ -174,7 +190,8 @@ def estimate_once(name: str, x: np.ndarray, y: np.ndarray, seed: int, critic: st
             except (TypeError, ValueError):
                 raise MibenchError(f"estimate returned {type(raw).__name__}, not a number") from None
             out["n_parameters"] = int(getattr(obj, "n_parameters", 0) or 0)
-            out["flag"] = str(getattr(obj, "status", "") or "")
+            out["mi_status"] = str(getattr(obj, "status", "") or "")
+            out["info"] = str(getattr(obj, "last_info", "") or "")
         out["value_nats"] = value
         if math.isfinite(value):
             out["status"] = "ok"
@@ -189,6 +206,38 @@ def estimate_once(name: str, x: np.ndarray, y: np.ndarray, seed: int, critic: st
         out["status"] = "error"
         out["traceback"] = traceback.format_exc()
     return out
+
+
+def _float_or_nan(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _bits_or_empty(nats):
+    """A standard error in nats -> bits for the CSV; empty when there is none."""
+    v = _float_or_nan(nats)
+    return v / LN2 if math.isfinite(v) else ""
+
+
+def read_sample_estimates(path) -> list[dict]:
+    """``sample_estimates.csv`` rows as dicts with ``true_mi`` / ``estimate`` / ``mi_stderr`` as
+    floats (NaN when empty) and ``mi_status`` / ``clipped`` present (empty) in files written
+    before those columns existed (whose ``flag`` column is read as ``mi_status``)."""
+    import csv
+
+    rows = []
+    with open(path, newline="") as fh:
+        for r in csv.DictReader(fh):
+            if "mi_status" not in r:
+                r["mi_status"] = r.pop("flag", "") or ""
+            r.setdefault("clipped", "")
+            r["true_mi"] = float(r["true_mi"])
+            r["estimate"] = _float_or_nan(r.get("estimate") or "nan")
+            r["mi_stderr"] = _float_or_nan(r.get("mi_stderr") or "nan")
+            rows.append(r)
+    return rows
 
 
 def _worker_main(conn, registrations: bytes | None, sys_path: list, parent_pid: int | None = None,
@@ -288,12 +337,12 @@ class EstimateWorker:
                 return res
             self.stop(kill=True)
             return {"status": "timeout", "error": f"no estimate within --timeout {timeout:g} s (worker killed)",
-                    "value_nats": float("nan"), "seconds": float(timeout), "n_parameters": 0, "flag": "", "kind": ""}
+                    "value_nats": float("nan"), "seconds": float(timeout), "n_parameters": 0, "kind": ""}
         except (EOFError, BrokenPipeError, ConnectionResetError, OSError) as exc:
             code = self.proc.exitcode if self.proc is not None else None
             self.stop(kill=True)
             return {"status": "crashed", "error": f"estimate worker died ({type(exc).__name__}, exit code {code})",
-                    "value_nats": float("nan"), "seconds": float("nan"), "n_parameters": 0, "flag": "", "kind": ""}
+                    "value_nats": float("nan"), "seconds": float("nan"), "n_parameters": 0, "kind": ""}
 
     def stop(self, kill: bool = False) -> None:
         if self.proc is None or self.proc.pid is None:
@@ -349,6 +398,9 @@ def summarize(task: str, critic: str, rows: list[dict], kinds: dict, n: int) -> 
         ok = np.array([r["estimate"] for r in group if r["status"] == "ok"], dtype=float)
         secs = np.array([r["seconds"] for r in group if r["status"] == "ok"], dtype=float)
         params = [r["n_parameters"] for r in group if r["status"] == "ok"]
+        statuses = [str(r.get("mi_status") or "") for r in group if r["status"] == "ok"]
+        ses = np.array([_float_or_nan(r.get("mi_stderr")) for r in group if r["status"] == "ok"], dtype=float)
+        ses = ses[np.isfinite(ses)]
         if ok.size:
             mean, var, mse = float(ok.mean()), float(ok.var()), float(np.mean((ok - level) ** 2))
         else:
@@ -358,8 +410,19 @@ def summarize(task: str, critic: str, rows: list[dict], kinds: dict, n: int) -> 
                     "steps": int(ok.size), "kind": kinds.get(est, ""), "n": n, "estimates": len(group),
                     "failed": len(group) - int(ok.size),
                     "seconds": float(np.mean(secs)) if secs.size else float("nan"),
-                    "n_parameters": int(max(params)) if params else 0})
+                    "n_parameters": int(max(params)) if params else 0,
+                    "mi_status": status_counts(statuses),
+                    "mi_stderr": float(ses.mean()) if ses.size else ""})
     return out
+
+
+def status_counts(statuses) -> str:
+    """``["converged", "overfit", "converged"]`` -> ``"converged:2;overfit:1"`` (empty ones left out)."""
+    counts: dict = {}
+    for s in statuses:
+        if s:
+            counts[s] = counts.get(s, 0) + 1
+    return ";".join(f"{k}:{v}" for k, v in counts.items())
 
 
 def run_sample(cfg: SampleConfig, out_dir=None, progress: bool = False, plot: bool = True, prepared=None,
@@ -399,7 +462,11 @@ def run_sample(cfg: SampleConfig, out_dir=None, progress: bool = False, plot: bo
                                  "true_mi": float(level), "estimate": value / LN2 if value == value else value,
                                  "seconds": res.get("seconds", float("nan")),
                                  "n_parameters": int(res.get("n_parameters") or 0), "status": res.get("status"),
-                                 "flag": res.get("flag", ""), "error": res.get("error", "")})
+                                 "mi_status": res.get("mi_status", ""),
+                                 "mi_stderr": _bits_or_empty(res.get("mi_stderr_nats", float("nan"))),
+                                 "clipped": res.get("clipped", ""), "error": res.get("error", "")})
+                    if res.get("info"):      # how the estimator ran (e.g. ksg's neighbour search)
+                        config.setdefault("estimator_info", {}).setdefault(name, res["info"])
                     done += 1
                     if progress:
                         r = rows[-1]
@@ -483,12 +550,14 @@ def format_sample_summary(result: SampleResult) -> str:
     lines = [f"task {info.get('task')}: ds={info.get('ds')} dr={info.get('dr')} · sample protocol, n = {cfg['n']}, "
              f"seeds {','.join(map(str, cfg['seeds']))} · device {result.config['environment']['device']}"]
     header = (f"{'estimator':<16}{'kind':>11}{'true':>6}{'mean':>8}{'bias':>8}{'var':>8}{'mse':>8}{'ok':>4}"
-              f"{'s/est':>8}{'params':>9}")
+              f"{'s/est':>8}{'params':>9}  status")
     lines += [header, "-" * len(header)]
     for r in result.summary:
         lines.append(f"{r['estimator'][:16]:<16}{r['kind']:>11}{r['true_mi']:>6g} {r['mean_estimate']:>7.3f}"
                      f" {r['bias']:>7.3f} {r['variance']:>7.3f} {r['mse']:>7.3f}{r['steps']:>4d} {r['seconds']:>7.2f}"
-                     f" {r['n_parameters']:>8d}")
+                     f" {r['n_parameters']:>8d}" + (f"  {r['mi_status']}" if r.get("mi_status") else ""))
+    for name, info in (result.config.get("estimator_info") or {}).items():
+        lines.append(f"  {name}: {info}")
     for note in result.config.get("failed_estimates", []):
         lines.append(f"! failed: {note}")
     return "\n".join(lines)
@@ -497,17 +566,11 @@ def format_sample_summary(result: SampleResult) -> str:
 def plot_sample_figures(run_dir, out_dir=None) -> list[Path]:
     """``mibench plot`` on a sample run: ``estimates.png`` (estimate vs true MI per seed) and, when
     complete, ``metrics.png`` (bias / variance / MSE bars over seeds, as for streaming runs)."""
-    import csv
-
     from .results import is_complete, read_config
 
     run_dir = Path(run_dir)
     out = Path(out_dir) if out_dir else run_dir
-    with open(run_dir / "sample_estimates.csv", newline="") as fh:
-        rows = []
-        for r in csv.DictReader(fh):
-            r["true_mi"], r["estimate"] = float(r["true_mi"]), float(r["estimate"] or "nan")
-            rows.append(r)
+    rows = read_sample_estimates(run_dir / "sample_estimates.csv")
     if not rows:
         raise MibenchError(f"{run_dir} has logged no estimates")
     cfg = read_config(run_dir)

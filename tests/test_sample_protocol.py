@@ -81,6 +81,60 @@ def test_critic_bound_estimators_run_through_mibench_estimate():
     assert math.isfinite(rows["infonce"]["estimate"]) and rows["gaussian"]["critic"] == ""
 
 
+def test_estimate_status_and_stderr_reach_csv_summary_and_leaderboard(tmp_path):
+    """Issue 13: mibench.estimate's status / mi_stderr / clipped in sample_estimates.csv (bits),
+    counted in summary.csv and the leaderboard; empty for a bare-float estimator."""
+    from mibench.api import STATUSES
+    from mibench.leaderboard import build
+
+    out = tmp_path / "run"
+    run_sample(SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=["infonce", "gaussian"], mi=1,
+                            n=400, seeds=[0, 1], timeout=None, device="cpu",
+                            estimate_kwargs={"steps": 40, "hidden": 16}), out_dir=out, plot=False)
+    rows = _csv(out / "sample_estimates.csv")
+    assert "flag" not in rows[0] and {"status", "mi_status", "mi_stderr", "clipped"} <= set(rows[0])
+    crit = [r for r in rows if r["estimator"] == "infonce"]
+    assert all(r["status"] == "ok" and r["mi_status"] in STATUSES for r in crit)
+    assert all(math.isfinite(float(r["mi_stderr"])) and float(r["mi_stderr"]) >= 0 for r in crit)
+    assert all(r["clipped"] in ("True", "False") for r in crit)
+    box = [r for r in rows if r["estimator"] == "gaussian"]
+    assert all(r["mi_status"] == r["mi_stderr"] == r["clipped"] == "" for r in box)
+    summ = {r["estimator"]: r for r in _csv(out / "summary.csv")}
+    counts = dict(kv.split(":") for kv in summ["infonce"]["mi_status"].split(";"))
+    assert sum(map(int, counts.values())) == 2 and set(counts) <= set(STATUSES)
+    assert summ["gaussian"]["mi_status"] == summ["gaussian"]["mi_stderr"] == ""
+    board, _ = build([out])
+    b = {r["estimator"]: r for r in board.to_dict("records")}
+    assert b["infonce"]["mi_status"] == summ["infonce"]["mi_status"]
+    assert b["infonce"]["mi_stderr"] == pytest.approx(float(summ["infonce"]["mi_stderr"]), rel=1e-4)
+    assert b["gaussian"]["mi_status"] == "" and not math.isfinite(b["gaussian"]["mi_stderr"])
+
+
+def test_sample_files_without_status_columns_still_load(tmp_path, seed_valued):
+    """A run written before mi_status / mi_stderr / clipped existed (a ``flag`` column) still
+    loads into the leaderboard and plots."""
+    from mibench.leaderboard import build
+    from mibench.sample_protocol import plot_sample_figures, read_sample_estimates
+
+    out = tmp_path / "old"
+    run_sample(SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=[seed_valued], mi=2, n=100,
+                            seeds=[0, 1], timeout=None), out_dir=out, plot=False)
+    rows = _csv(out / "sample_estimates.csv")
+    old_cols = ["run_id", "task", "estimator", "kind", "critic", "seed", "n", "true_mi", "estimate", "seconds",
+                "n_parameters", "status", "flag", "error"]
+    with open(out / "sample_estimates.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, old_cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow({**{k: r.get(k, "") for k in old_cols}, "flag": "converged"})
+    back = read_sample_estimates(out / "sample_estimates.csv")
+    assert [r["mi_status"] for r in back] == ["converged", "converged"] and math.isnan(back[0]["mi_stderr"])
+    board, _ = build([out])
+    (b,) = board.to_dict("records")
+    assert b["mi_status"] == "converged:2" and b["mean_estimate"] == pytest.approx(1.5)
+    assert plot_sample_figures(out)
+
+
 @pytest.mark.parametrize("task,params", [("gaussian", {"dim": 2}), ("gauss-dense-3x2", {}),
                                          ("gaussian", {"dim": 4, "transform": "realnvp"})])
 def test_synthetic_tasks_under_the_sample_protocol(task, params):
