@@ -17,8 +17,8 @@ SUBCOMMAND_MODULES = [
     "mibench.commands",             # run, list
     "mibench.data.cli",             # data
     "mibench.sweep_cli",            # sweep, leaderboard, compare, plot
-    "mibench.disentanglement.cli",  # validate
-    "mibench.encoders.cli",         # encoders (train-resnet, list)
+    "mibench.validate_cli",         # validate
+    "mibench.encoders_cli",         # encoders (list, train-resnet, check, layer-study)
 ]
 
 #: every subcommand: (module whose ``register_cli`` builds its parser, the one-line help that
@@ -34,9 +34,9 @@ COMMANDS = {
     "leaderboard": ("mibench.sweep_cli", "aggregate runs over seeds into a ranked leaderboard (CSV + Markdown)"),
     "compare": ("mibench.sweep_cli", "regression gate: exit 1 when NEW is worse than BASELINE"),
     "plot": ("mibench.sweep_cli", "figures for a run or a sweep (staircase, bias/variance/MSE, sweep curves)"),
-    "validate": ("mibench.disentanglement.cli",
+    "validate": ("mibench.validate_cli",
                  "validate disentanglement metrics' MI back-ends against the analytic Gaussian toy model"),
-    "encoders": ("mibench.encoders.cli", "encoders g for I(g(X); g(Y)): list, train-resnet, check"),
+    "encoders": ("mibench.encoders_cli", "encoders g for I(g(X); g(Y)): list, train-resnet, check"),
 }
 
 
@@ -85,9 +85,10 @@ def _chosen_command(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _chosen_command(argv)
-    # a known subcommand: only its module is imported; no command: the help-only parser; a word
-    # not in COMMANDS: every module (a typo gets argparse's list of choices)
-    parser = build_parser(command if command in COMMANDS else ("*" if command else None))
+    # a known subcommand: only its module is imported; no command, or a word not in COMMANDS: the
+    # help-only parser (a typo gets argparse's one-line "invalid choice" error listing every
+    # command, from the table, with no subcommand module imported)
+    parser = build_parser(command if command in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

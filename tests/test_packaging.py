@@ -35,28 +35,103 @@ def _python(code: str, *args, env=None, timeout=120) -> subprocess.CompletedProc
 # ------------------------------------------------------------------------------ start-up weight
 
 def test_help_and_import_load_no_heavy_module():
-    """`mibench --help`, `mibench run --help`, `mibench sweep --help` and `import mibench` build
-    their parsers / namespace without importing torch, numpy, scipy, pandas, matplotlib, sklearn."""
+    """`import mibench`, `mibench --help` and `--help` of every subcommand in cli.COMMANDS and of
+    every action of a subcommand that has actions (`mibench encoders list --help`, ...) build their
+    parsers / namespace without importing torch, numpy, scipy, pandas, matplotlib, sklearn,
+    transformers (checked after each, in one fresh interpreter: the first to load one is named)."""
     r = _python("""
-        import contextlib, io, json, sys
+        import argparse, contextlib, io, json, sys
+        heavy = sys.argv[1].split(",")
         import mibench
-        loaded = {"import": [m for m in sys.argv[1].split(",") if m in sys.modules]}
-        from mibench.cli import main
-        for argv in (["--help"], ["run", "--help"], ["sweep", "--help"], ["leaderboard", "--help"],
-                     ["data", "--help"], []):
+        loaded = {"import": [m for m in heavy if m in sys.modules]}
+        from mibench import cli
+
+        def run(argv):
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
                 try:
-                    rc = main(argv)
+                    rc = cli.main(argv)
                 except SystemExit as exc:
                     rc = exc.code
-            loaded[" ".join(argv) or "(none)"] = [m for m in sys.argv[1].split(",") if m in sys.modules]
-            assert "COMMAND" in out.getvalue() or "usage: mibench" in out.getvalue(), argv
+            loaded[" ".join(argv) or "(none)"] = [m for m in heavy if m in sys.modules]
+            assert rc in (0, 2) and "usage: mibench" in out.getvalue(), (argv, rc, out.getvalue()[:200])
+
+        run(["--help"])
+        run([])
+        for cmd in cli.COMMANDS:
+            run([cmd, "--help"])
+            sub = cli.build_parser(cmd)._subparsers._group_actions[0].choices[cmd]
+            for action in sub._actions:
+                if isinstance(action, argparse._SubParsersAction):
+                    for name in action.choices:
+                        run([cmd, name, "--help"])
         print(json.dumps(loaded))
     """, ",".join(HEAVY))
     assert r.returncode == 0, r.stderr
     loaded = json.loads(r.stdout.strip().splitlines()[-1])
-    assert loaded == {k: [] for k in loaded} and len(loaded) == 7, loaded
+    assert {k for k in loaded if k.endswith(" --help")} >= {f"{c} --help" for c in cli_commands()}
+    assert "encoders train-resnet --help" in loaded and "validate --help" in loaded
+    assert loaded == {k: [] for k in loaded}, {k: v for k, v in loaded.items() if v}
+
+
+def cli_commands():
+    from mibench import cli
+
+    return list(cli.COMMANDS)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["nosuch"], "invalid choice: 'nosuch'"),
+    (["run", "--steps", "abc"], "invalid int value: 'abc'"),
+    (["run", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+    (["validate", "--n", "x"], "invalid int value: 'x'"),
+    (["validate", "--alphas", "0.5,big"], "--alphas: 'big' is not a number"),
+    (["validate", "--backends", ","], "--backends needs a comma-separated list"),
+    (["encoders", "frob"], "invalid choice: 'frob'"),
+    (["encoders", "check", "--n", "x"], "invalid int value: 'x'"),
+    (["sweep", "--workers", "x"], "invalid int value: 'x'"),
+    (["compare"], "the following arguments are required"),
+])
+def test_bad_arguments_are_one_line_errors_without_heavy_imports(argv, message):
+    """A mistyped command line ends in one `mibench...: error: ...` line (exit 2, no traceback)
+    before torch / numpy / scipy are imported."""
+    r = _python("""
+        import sys
+        from mibench.cli import main
+        try:
+            rc = main(sys.argv[2:])
+        except SystemExit as exc:
+            rc = exc.code
+        print("RC", rc, [m for m in sys.argv[1].split(",") if m in sys.modules])
+    """, ",".join(HEAVY), *argv)
+    assert r.stdout.strip().splitlines()[-1] == "RC 2 []", (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    errors = [l for l in r.stderr.splitlines() if ": error: " in l]
+    assert len(errors) == 1 and errors[0].startswith("mibench") and message in errors[0], r.stderr
+
+
+def test_light_cli_defaults_match_the_library():
+    """The light parsers carry copies of defaults that live in torch/numpy modules: they must agree."""
+    from mibench import encoders_cli, validate_cli
+    from mibench.disentanglement import validate as V
+    from mibench.disentanglement.metrics import MI_METRICS
+    from mibench.encoders import resnet
+    from mibench.tasks.vision import DEFAULT_SIDE
+
+    for name in ("DEFAULT_BACKENDS", "DEFAULT_METRICS", "DEFAULT_ATTACKS", "DEFAULT_ALPHAS", "DEFAULT_N",
+                 "DEFAULT_SIGMA", "DEFAULT_K", "DEFAULT_SEED"):
+        assert getattr(validate_cli, name) == getattr(V, name), name
+    assert tuple(validate_cli.MI_METRICS) == tuple(MI_METRICS)
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    encoders_cli.register_cli(parser.add_subparsers())
+    train = parser._subparsers._group_actions[0].choices["encoders"]._subparsers._group_actions[0].choices[
+        "train-resnet"]
+    helps = {a.dest: a.help for a in train._actions}
+    assert f"default {DEFAULT_SIDE}" in helps["side"]
+    assert f"default {resnet.DEFAULT_STEPS}" in helps["steps"]
+    assert f"default {resnet.DEFAULT_WIDTH}" in helps["width"]
 
 
 def test_command_table_matches_the_modules_parsers():

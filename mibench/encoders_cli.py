@@ -1,5 +1,9 @@
 """``mibench encoders``: list the transforms, (re)train the ResNet used by ``--transform resnet``,
-check invertibility numerically, and tabulate / plot the ResNet layer study."""
+check invertibility numerically, and tabulate / plot the ResNet layer study.
+
+Light on purpose (a top-level module, not inside :mod:`mibench.encoders`, whose package imports
+torch): building the parser (``mibench encoders --help``, argument errors) imports neither torch
+nor numpy; each action imports what it needs when it runs."""
 from __future__ import annotations
 
 import json
@@ -19,10 +23,10 @@ def register_cli(sub) -> None:
                                      "canvases and cache its weights (the ones --transform resnet loads).")
     tp.add_argument("--ds", type=int, help="number of sources (default 10)")
     tp.add_argument("--layout", help="CxRxC grid, e.g. 1x2x2")
-    tp.add_argument("--side", type=int, help="image side (default 28)")
+    tp.add_argument("--side", type=int, help="image side (default 64, the vision task's)")
     tp.add_argument("--nuisance", type=float, help="background strength eta")
     tp.add_argument("--data-dir", help="dataset directory (else $MIBENCH_DATA, else the user cache)")
-    tp.add_argument("--steps", type=int, default=None, help="training steps (default 300)")
+    tp.add_argument("--steps", type=int, default=None, help="training steps (default 600)")
     tp.add_argument("--width", type=int, default=None, help="base width w (default 8: widths 8,16,32,64)")
     tp.add_argument("--seed", type=int, default=0)
     tp.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] | mps")
@@ -47,8 +51,8 @@ def register_cli(sub) -> None:
 
 
 def cmd_list(args) -> int:
-    from . import ENCODERS
-    from .resnet import LAYERS, encoders_dir
+    from .encoders import ENCODERS
+    from .encoders.resnet import LAYERS, encoders_dir
 
     print("transforms (--transform):")
     for e in ENCODERS:
@@ -76,9 +80,9 @@ def _vision_params(args) -> dict:
 
 
 def cmd_train_resnet(args) -> int:
-    from ..harness import resolve_device
-    from ..tasks import make_task
-    from . import resnet
+    from .encoders import resnet
+    from .harness import resolve_device
+    from .tasks import make_task
 
     device = resolve_device(args.device)
     task = make_task("vision", device=device, **_vision_params(args))
@@ -95,9 +99,9 @@ def cmd_train_resnet(args) -> int:
 def cmd_check(args) -> int:
     import torch
 
-    from ..tasks import make_task
-    from . import ENCODERS, make_encoder, reconstruction_error
-    from ..tasks.transformed import sample_shapes
+    from .encoders import ENCODERS, make_encoder, reconstruction_error
+    from .tasks import make_task
+    from .tasks.transformed import sample_shapes
 
     params = {k: v for k, v in (("side", args.side), ("ds", args.ds)) if v is not None}
     task = make_task(args.task, device="cpu", **params)
@@ -115,7 +119,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_layer_study(args) -> int:
-    from .study import run_layer_study
+    from .encoders.study import run_layer_study
 
     for path in run_layer_study(args.runs, args.out, probes=not args.no_probes):
         print(f"wrote {path}")

@@ -1,12 +1,27 @@
-"""``mibench validate``: MI back-ends × MI-based metrics vs the analytic Gaussian toy model."""
+"""``mibench validate``: MI back-ends × MI-based metrics vs the analytic Gaussian toy model.
+
+Light on purpose: building the parser (``mibench validate --help``, argument errors) imports
+neither torch nor numpy; :mod:`mibench.disentanglement.validate` is imported only when the
+command runs.  The defaults below are copies of that module's (``DEFAULT_*``, ``MI_METRICS``),
+checked equal by ``tests/test_packaging.py``.
+"""
 from __future__ import annotations
 
 import argparse
 import os
 import sys
 
-from ..errors import MibenchError
-from . import validate as V
+from .errors import MibenchError
+
+DEFAULT_BACKENDS = ("histogram", "ksg", "gaussian", "posterior")
+DEFAULT_METRICS = ("mig", "unibound", "u_upper", "u_upper_unclipped", "r_lower", "r_upper",
+                   "c_lower", "c_upper", "dcimig", "minimality_mi")
+DEFAULT_ATTACKS = ("none", "redundancy", "synergy")
+DEFAULT_ALPHAS = (0.5, 1.0, 2.0, 4.0)
+DEFAULT_N, DEFAULT_SIGMA, DEFAULT_K, DEFAULT_SEED = 2000, 0.1, 5, 0
+#: every MI-based metric (named in --help)
+MI_METRICS = ("mig", "unibound", "u_upper", "u_upper_unclipped", "r_lower", "r_upper", "c_lower", "c_upper",
+              "dcimig", "minimality_mi", "sufficiency_mi", "ridgeway_modularity")
 
 
 def _csv_list(text: str, what: str) -> list[str]:
@@ -38,27 +53,28 @@ def register_cli(subparsers) -> None:
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--backends", default=",".join(V.DEFAULT_BACKENDS),
+    p.add_argument("--backends", default=",".join(DEFAULT_BACKENDS),
                    help="comma-separated MI back-ends: histogram[:<bins>], ksg[:<k>], gaussian, posterior, "
                         "neural:<estimator>[:<critic>] (slow: one training per MI term)")
-    p.add_argument("--metrics", default=",".join(V.DEFAULT_METRICS),
-                   help="comma-separated MI-based metrics: " + ", ".join(V.MI_METRICS))
-    p.add_argument("--attacks", default=",".join(V.DEFAULT_ATTACKS), help="comma-separated: none, redundancy, synergy")
-    p.add_argument("--alphas", default=",".join(f"{a:g}" for a in V.DEFAULT_ALPHAS), help="attack strengths")
-    p.add_argument("--n", type=int, default=V.DEFAULT_N, help="samples per (attack, alpha)")
-    p.add_argument("--sigma", type=float, default=V.DEFAULT_SIGMA, help="code noise of the toy model")
-    p.add_argument("--K", type=int, default=V.DEFAULT_K, help="number of factors (= code dimensions)")
-    p.add_argument("--seed", type=int, default=V.DEFAULT_SEED, help="sampling seed")
+    p.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
+                   help="comma-separated MI-based metrics: " + ", ".join(MI_METRICS))
+    p.add_argument("--attacks", default=",".join(DEFAULT_ATTACKS), help="comma-separated: none, redundancy, synergy")
+    p.add_argument("--alphas", default=",".join(f"{a:g}" for a in DEFAULT_ALPHAS), help="attack strengths")
+    p.add_argument("--n", type=int, default=DEFAULT_N, help="samples per (attack, alpha)")
+    p.add_argument("--sigma", type=float, default=DEFAULT_SIGMA, help="code noise of the toy model")
+    p.add_argument("--K", type=int, default=DEFAULT_K, help="number of factors (= code dimensions)")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="sampling seed")
     p.add_argument("--out", default=os.path.join("results", "validation"), help="output directory")
     p.set_defaults(func=run_cli)
 
 
 def run_cli(args) -> int:
+    lists = dict(backends=_csv_list(args.backends, "backends"), metrics=_csv_list(args.metrics, "metrics"),
+                 attacks=_csv_list(args.attacks, "attacks"), alphas=_float_list(args.alphas, "alphas"))
+    from .disentanglement import validate as V      # numpy, scipy, torch: only once the arguments parse
+
     rows = V.run_validation(
-        backends=_csv_list(args.backends, "backends"),
-        metrics=_csv_list(args.metrics, "metrics"),
-        attacks=_csv_list(args.attacks, "attacks"),
-        alphas=_float_list(args.alphas, "alphas"),
+        **lists,
         n=args.n, sigma=args.sigma, K=args.K, seed=args.seed,
         progress=lambda msg: print(f"  {msg}", file=sys.stderr, flush=True),
     )
