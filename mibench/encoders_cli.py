@@ -79,7 +79,18 @@ def _vision_params(args) -> dict:
     return params
 
 
+def _positive(args, *names) -> None:
+    """--NAME, when given, must be >= 1 (checked before torch is imported; 0 must not mean "default")."""
+    from .errors import MibenchError
+
+    for name in names:
+        v = getattr(args, name, None)
+        if v is not None and v < 1:
+            raise MibenchError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
+
+
 def cmd_train_resnet(args) -> int:
+    _positive(args, "steps", "width")
     from .encoders import resnet
     from .harness import resolve_device
     from .tasks import make_task
@@ -97,6 +108,7 @@ def cmd_train_resnet(args) -> int:
 
 
 def cmd_check(args) -> int:
+    _positive(args, "n")
     import torch
 
     from .encoders import ENCODERS, make_encoder, reconstruction_error

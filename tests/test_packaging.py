@@ -89,6 +89,9 @@ def cli_commands():
     (["validate", "--backends", ","], "--backends needs a comma-separated list"),
     (["encoders", "frob"], "invalid choice: 'frob'"),
     (["encoders", "check", "--n", "x"], "invalid int value: 'x'"),
+    (["encoders", "check", "--n", "0"], "--n must be >= 1, got 0"),
+    (["encoders", "train-resnet", "--steps", "0"], "--steps must be >= 1, got 0"),
+    (["encoders", "train-resnet", "--width", "-2"], "--width must be >= 1, got -2"),
     (["sweep", "--workers", "x"], "invalid int value: 'x'"),
     (["compare"], "the following arguments are required"),
 ])
