@@ -10,7 +10,9 @@ set of factors (n, p) and z_S is a set of code dimensions (n, m) or a
 ``histogram``          plug-in MI on equal-width bins (disentanglement_lib: 20 bins per variable;
                        ``histogram:<bins>`` for another count).  One-dimensional y and z only.
 ``ksg``                Kraskov, Stögbauer & Grassberger (2004) estimator 1, multivariate, max-norm,
-                       k = 3 (``ksg:<k>``); for a discrete y, Ross (2014)'s k-NN variant.
+                       k = 3 (``ksg:<k>``); above :data:`KSG_BRUTE_ABOVE` joint dimensions
+                       Euclidean marginal norms by blocked GEMM (:func:`ksg_mi_continuous`); for a
+                       discrete y, Ross (2014)'s k-NN variant.
 ``gaussian``           ½ log det Σ_y + ½ log det Σ_z − ½ log det Σ_(y,z) on sample covariances;
                        exact for jointly Gaussian data, the linear (canonical-correlation) part of
                        the information otherwise.  A discrete y is one-hot encoded.
@@ -140,20 +142,100 @@ def _jitter(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return _standardise(a) + 1e-10 * rng.standard_normal(a.shape)
 
 
-def ksg_mi_continuous(x: np.ndarray, z: np.ndarray, k: int = 3, seed: int = 0) -> float:
-    """KSG estimator 1: ψ(k) + ψ(N) − <ψ(n_x + 1) + ψ(n_z + 1)>, max-norm, vectorised."""
+#: joint dimension (dx + dz) above which :func:`ksg_mi_continuous` switches from max-norm k-d trees
+#: to the blocked brute-force torch path (k-d trees degrade towards brute force with dimension,
+#: with a Python-level overhead per visited node; measured at n = 10,000, one thread, seconds per
+#: estimate kdtree / brute: 12 joint dims 3.5-5.9 / 2.6-2.9, 16 dims 7.8-8.5 / 2.8-3.1, 20 dims
+#: 11-12 / 2.6-3.0: benchmarks/results/ksg.txt)
+KSG_BRUTE_ABOVE = 12
+#: memory bound of one row block of the brute-force path (bytes of one block x n distance matrix)
+KSG_BLOCK_BYTES = 64 * 2**20
+KSG_METHODS = ("auto", "kdtree", "brute")
+
+
+def ksg_method(dx: int, dz: int, method: str = "auto") -> str:
+    """The neighbour search :func:`ksg_mi_continuous` uses for these dimensions: ``kdtree`` or ``brute``."""
+    if method not in KSG_METHODS:
+        raise MibenchError(f"ksg method must be one of {', '.join(KSG_METHODS)}, got {method!r}")
+    if method == "auto":
+        return "brute" if dx + dz > KSG_BRUTE_ABOVE else "kdtree"
+    return method
+
+
+def ksg_describe(dx: int, dz: int, method: str = "auto", k: int = 3) -> str:
+    """One line saying how :func:`ksg_mi_continuous` runs for these dimensions (for run records)."""
+    m = ksg_method(dx, dz, method)
+    why = f"joint dimension {dx + dz} {'>' if m == 'brute' else '<='} {KSG_BRUTE_ABOVE}" if method == "auto" \
+        else "method chosen explicitly"
+    if m == "kdtree":
+        return f"KSG estimator 1, k = {k}: max-norm in x, y and joint, exact k-d tree search ({why})"
+    return (f"KSG estimator 1, k = {k}: Euclidean norms in x and y, joint max of the two (KSG 2004 §II), "
+            f"exact blocked brute-force search in torch float64 ({why})")
+
+
+def ksg_mi_continuous(x: np.ndarray, z: np.ndarray, k: int = 3, seed: int = 0, method: str = "auto") -> float:
+    """KSG estimator 1: ψ(k) + ψ(N) − <ψ(n_x + 1) + ψ(n_z + 1)>, vectorised.
+
+    Columns are standardised and jittered by 1e-10 (Kraskov, Stögbauer & Grassberger 2004, §II).
+    ``method`` (:func:`ksg_method`; ``auto`` picks by the joint dimension, threshold
+    :data:`KSG_BRUTE_ABOVE`):
+
+    * ``kdtree``: max-norm in x, z and the joint space, k-d trees (``scipy.spatial.cKDTree``);
+      exact, fast in low dimensions.
+    * ``brute``: Euclidean norm in each marginal space and the max of the two as the joint norm,
+      all pairwise distances by GEMM in row blocks (bounded memory, :data:`KSG_BLOCK_BYTES`) in
+      torch float64.  Estimator 1 stays valid: Kraskov et al. (2004) §II (after eq. 8) note that
+      any norms may be used in the x and z spaces as long as the joint distance is the max of the
+      two, since only the counts n_x, n_z of points strictly inside the k-th joint neighbour's
+      distance ε_i/2 are used.  The value differs from ``kdtree``'s by the finite-sample bias
+      of the different norm only.  Cost O(n² (dx + dz)) flops, no per-sample Python.
+    """
     n = x.shape[0]
     if n <= k:
         raise MibenchError(f"ksg with k = {k} needs more than {k} samples, got {n}")
+    how = ksg_method(x.shape[1], z.shape[1], method)
     rng = np.random.default_rng(seed)
     x = _jitter(x, rng)
     z = _jitter(z, rng)
-    joint = np.hstack([x, z])
-    dist, _ = cKDTree(joint).query(joint, k=k + 1, p=np.inf)
-    radius = np.nextafter(dist[:, -1], 0)  # strictly closer than the k-th joint neighbour
-    nx = cKDTree(x).query_ball_point(x, radius, p=np.inf, return_length=True) - 1
-    nz = cKDTree(z).query_ball_point(z, radius, p=np.inf, return_length=True) - 1
+    if how == "brute":
+        nx, nz = _ksg_counts_brute(x, z, k)
+    else:
+        joint = np.hstack([x, z])
+        dist, _ = cKDTree(joint).query(joint, k=k + 1, p=np.inf)
+        radius = np.nextafter(dist[:, -1], 0)  # strictly closer than the k-th joint neighbour
+        nx = cKDTree(x).query_ball_point(x, radius, p=np.inf, return_length=True) - 1
+        nz = cKDTree(z).query_ball_point(z, radius, p=np.inf, return_length=True) - 1
     return float(digamma(k) + digamma(n) - np.mean(digamma(nx + 1) + digamma(nz + 1)))
+
+
+def _ksg_counts_brute(x: np.ndarray, z: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(n_x, n_z) of KSG estimator 1 with Euclidean marginal norms and the joint max-norm of the
+    two: per row block, squared distances by GEMM (||a||² + ||b||² − 2 a·b, clamped at 0, the
+    self-distance set exactly), the k-th smallest joint distance ε_i (self excluded), and the
+    points strictly closer than ε_i in each marginal (self excluded)."""
+    import torch
+
+    n = x.shape[0]
+    X = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))
+    Z = torch.from_numpy(np.ascontiguousarray(z, dtype=np.float64))
+    sx, sz = (X * X).sum(1), (Z * Z).sum(1)
+    nx = torch.empty(n, dtype=torch.int64)
+    nz = torch.empty(n, dtype=torch.int64)
+    rows = max(1, min(n, KSG_BLOCK_BYTES // (8 * n)))
+    inf = float("inf")
+    with torch.no_grad():
+        for s in range(0, n, rows):
+            e = min(n, s + rows)
+            r = torch.arange(e - s)
+            c = torch.arange(s, e)
+            dx = torch.addmm(sx[s:e, None] + sx[None, :], X[s:e], X.T, alpha=-2.0).clamp_min_(0.0)
+            dz = torch.addmm(sz[s:e, None] + sz[None, :], Z[s:e], Z.T, alpha=-2.0).clamp_min_(0.0)
+            dx[r, c] = inf      # self excluded from the neighbours and the counts
+            dz[r, c] = inf
+            eps = torch.maximum(dx, dz).kthvalue(k, dim=1).values
+            nx[s:e] = (dx < eps[:, None]).sum(1)
+            nz[s:e] = (dz < eps[:, None]).sum(1)
+    return nx.numpy(), nz.numpy()
 
 
 def ksg_mi_discrete(labels: np.ndarray, z: np.ndarray, k: int = 3, seed: int = 0) -> float:

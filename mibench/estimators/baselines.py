@@ -7,10 +7,14 @@ Unlike the back-ends' ``MIBackend.mi`` the values are **not** clipped at 0, so a
 estimator's real bias and variance.
 
 * ``ksg`` (``ksg-<k>``): Kraskov, Stögbauer & Grassberger (2004), *Estimating mutual information*,
-  Phys. Rev. E 69, 066138 — estimator 1 (eq. 8), max-norm, k = 3, on standardised columns with
-  1e-10 jitter (§II) seeded by ``seed``; k-d trees (``scipy.spatial.cKDTree``), no Python loop
-  over samples.  Cost grows quickly with the joint dimension (k-d trees degrade towards brute force
-  above ~20 dimensions): see benchmarks/bench_sample_estimators.py.
+  Phys. Rev. E 69, 066138 — estimator 1 (eq. 8), k = 3, on standardised columns with 1e-10 jitter
+  (§II) seeded by ``seed``; no Python loop over samples.  Up to
+  :data:`~mibench.disentanglement.backends.KSG_BRUTE_ABOVE` joint dimensions: max-norm, k-d trees
+  (``scipy.spatial.cKDTree``); above (k-d trees degrade towards brute force with dimension):
+  Euclidean norms in x and y with the joint max of the two — valid for estimator 1, KSG 2004 §II —
+  by exact blocked GEMM in torch (vision at 64 x 64, 8,192 joint dimensions, n = 10,000: see
+  benchmarks/results/ksg.txt).  The search used is in ``last_info`` and in the sample run's
+  ``config.json`` (``estimator_info``).
 * ``gaussian``: the Gaussian closed form ½ (log det Σ_x + log det Σ_y − log det Σ_xy) on sample
   covariances, i.e. −½ Σ_i log(1 − ρ_i²) over the canonical correlations ρ_i (Hotelling 1936;
   Cover & Thomas eq. 8.56 for the Gaussian entropies).  Exact for jointly Gaussian data (up to
@@ -45,11 +49,13 @@ class KSG:
             raise MibenchError(f"ksg needs an integer k >= 1, got {k}")
         self.k = int(k)
         self.name = "ksg" if self.k == 3 else f"ksg-{self.k}"
+        self.last_info = ""
 
     def estimate(self, x, y, *, seed: int = 0) -> float:
-        from ..disentanglement.backends import ksg_mi_continuous
+        from ..disentanglement.backends import ksg_describe, ksg_mi_continuous
 
         x, y = _pair(x, y)
+        self.last_info = ksg_describe(x.shape[1], y.shape[1], k=self.k)
         return float(ksg_mi_continuous(x, y, k=self.k, seed=seed))
 
 
