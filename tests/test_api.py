@@ -33,6 +33,7 @@ def test_independent_arrays_give_small_estimate():
     (np.zeros((50, 2)), np.zeros((50, 2)), {}, "too few"),
     (np.zeros((500, 2)), np.zeros((500, 2)), {"units": "hartleys"}, "units"),
     (np.zeros((500, 2)), np.zeros((500, 2)), {"estimator": "foo"}, "unknown estimator"),
+    (np.zeros((500, 2)), np.zeros((500, 2)), {"preprocess": "ranks"}, "preprocess must be one of"),
     ([["a"]], [["b"]], {}, "numeric"),
 ])
 def test_input_validation(x, y, kw, match):
@@ -104,6 +105,80 @@ def test_default_settings_rule():
     assert default_settings(8000, 5, 5)["batch_size"] == 256
     assert default_settings(800, 5, 5)["batch_size"] == 96     # n_train / 8 rounded down to a multiple of 32
     assert default_settings(100, 5, 5)["batch_size"] == 32
+
+
+def test_normal_scores_map_is_strictly_increasing_and_fitted_on_training_rows_only():
+    from mibench.api import _normal_scores
+
+    rng = np.random.default_rng(0)
+    a = np.concatenate([rng.standard_t(2, (200, 2)), [[-1e6, 1e6], [1e6, -1e6]]])   # held-out extremes
+    a[:50, 1] = 3.0                                                                  # ties
+    train = np.arange(200)
+    b = a.copy()
+    _normal_scores(b, train)
+    for j in range(2):
+        order = np.argsort(a[:, j], kind="stable")
+        d = np.diff(b[order, j])
+        same = np.diff(a[order, j]) == 0
+        assert np.all(d[~same] > 0) and np.all(d[same] == 0)     # strictly increasing in the value
+    assert np.all(np.abs(b[:200]) < 3.0)                         # Phi^-1 of mid-ranks of 200 values
+    assert np.all(np.isfinite(b)) and np.abs(b[200:]).max() > 3.0   # extrapolated, still ordered
+    # fitted on the training rows only: changing a held-out row changes nothing else
+    c = a.copy()
+    c[201] = [0.0, 0.0]
+    _normal_scores(c, train)
+    assert np.array_equal(c[:201], b[:201])
+
+
+def test_estimate_is_invariant_to_monotone_maps_of_the_columns():
+    """Normal scores make the estimate (nearly) blind to strictly increasing maps of the columns:
+    the training part maps to identical scores; held-out values are interpolated between training
+    values in the original units, hence the small tolerance."""
+    x, y, _ = draw("gauss-dense-5x5", 4000, mi_nats=1.0, seed=3)
+    a = mibench.estimate(x, y, seed=0, units="nats", steps=200, device="cpu")
+    b = mibench.estimate(np.exp(x), y ** 3, seed=0, units="nats", steps=200, device="cpu")
+    assert abs(a.mi - b.mi) < 0.02, (a.mi, b.mi)
+    z = mibench.estimate(np.exp(x), y ** 3, seed=0, units="nats", steps=200, device="cpu", preprocess="zscore")
+    assert abs(z.mi - a.mi) > abs(a.mi - b.mi)      # without normal scores the map does matter
+
+
+def test_gaussian_log_ratio_matches_the_precision_formula_and_survives_rank_deficiency():
+    from mibench.api import gaussian_log_ratio
+
+    rng = np.random.default_rng(0)
+    s = rng.standard_normal((7, 7))
+    s = s @ s.T + 7 * np.eye(7)
+    m_xx, m_xy, m_yy, c = gaussian_log_ratio(s, 3)
+    m = np.linalg.inv(s)
+    m[:3, :3] -= np.linalg.inv(s[:3, :3])
+    m[3:, 3:] -= np.linalg.inv(s[3:, 3:])
+    ld = lambda a: np.linalg.slogdet(a)[1]  # noqa: E731
+    np.testing.assert_allclose(m_xx, m[:3, :3], atol=1e-10)
+    np.testing.assert_allclose(m_xy, m[:3, 3:], atol=1e-10)
+    np.testing.assert_allclose(m_yy, m[3:, 3:], atol=1e-10)
+    assert c == pytest.approx(-0.5 * (ld(s) - ld(s[:3, :3]) - ld(s[3:, 3:])), abs=1e-10)
+    # one-hot X (columns sum to 1: singular S_xx) and a Y that copies a column: finite, no warnings
+    labels = rng.integers(0, 4, 3000)
+    x = np.eye(4)[labels]
+    y = np.stack([x[:, 0], rng.standard_normal(3000)], 1)
+    parts = gaussian_log_ratio(np.cov(np.concatenate([x, y], 1), rowvar=False), 4)
+    assert all(np.all(np.isfinite(p)) for p in parts)
+    r = mibench.estimate(np.eye(4)[labels], labels[:, None] + 0.5 * rng.standard_normal((3000, 1)), units="nats",
+                         steps=100, device="cpu")
+    assert np.isfinite(r.mi) and r.mi > 0.3
+
+
+def test_gaussian_start_rule_and_step_zero_readout():
+    x, y, truth = draw("gauss-dense-5x5", 4000, mi_nats=1.0, seed=1)
+    r = mibench.estimate(x, y, seed=0, units="nats", steps=100, device="cpu")
+    assert r.settings["gaussian_critic"] and r.held_out_curve[0, 0] == 0
+    assert abs(r.held_out_curve[0, 1] - truth) < 0.15        # the Gaussian critic alone is near the truth
+    off = mibench.estimate(x, y, seed=0, units="nats", steps=100, device="cpu", gaussian_critic=False)
+    assert not off.settings["gaussian_critic"] and off.held_out_curve[0, 0] == 25   # no step-0 candidate
+    rng = np.random.default_rng(0)
+    big = mibench.estimate(rng.standard_normal((600, 200)), rng.standard_normal((600, 100)), steps=2,
+                           device="cpu")
+    assert not big.settings["gaussian_critic"]                # d = 300 > 256 (and < 20 pairs per dimension)
 
 
 @pytest.mark.slow
