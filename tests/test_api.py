@@ -67,11 +67,30 @@ def test_default_estimate_on_a_1d_gaussian_is_within_a_tenth_of_a_nat():
     assert 0 <= r.best_step <= r.steps_run <= 3000 and r.held_out_curve.shape[1] == 2
 
 
-def test_transformed_margin_case_within_a_tenth_of_a_nat():
-    """cdf-1x1 (uniform margins), 10,000 pairs at 1 nat: measured 0.945-0.953 during development."""
-    x, y, truth = draw("cdf-1x1", 10_000, mi_nats=1.0, seed=0)
-    r = mibench.estimate(x, y, seed=0, units="nats", device="cpu")
-    assert abs(r.mi - truth) < 0.1, r
+# Accuracy bands of the default estimate at 10,000 pairs and 1 nat, from a 5-seed calibration
+# (seeds 0-4, benchmarks/bench_estimate.py --seeds 0,1,2,3,4; output summarised in
+# benchmarks/results/estimate.txt): (mean error, sd) in nats per case.  A case must land within
+# mean +- 3 sd of the calibration (a regression band) and within the issue-13 target
+# max(0.1 nats, 10 %) of the truth.  threads=1 makes each estimate deterministic for its seed.
+CALIBRATION = {
+    "gauss-dense-25x25": (-0.046, 0.036),
+    "gauss-sparse-25x25": (-0.034, 0.022),
+    "student-t-dof3-1x1": (-0.002, 0.034),
+    "halfcube-1x1": (-0.008, 0.018),
+    "mix-5x5": (-0.168, 0.008),
+}
+
+
+@pytest.mark.parametrize("case", list(CALIBRATION))
+def test_default_estimate_within_its_calibrated_band(case):
+    mean_err, sd = CALIBRATION[case]
+    x, y, truth = draw(case, 10_000, mi_nats=1.0, seed=1)
+    r = mibench.estimate(x, y, seed=1, units="nats", device="cpu")
+    err = r.mi - truth
+    assert abs(err - mean_err) <= 3 * sd, (case, r.mi, r.status)
+    if case != "mix-5x5":                 # the bimodal mixture is outside the issue's target cases
+        assert abs(err) <= max(0.1, 0.1 * truth), (case, r.mi)
+    assert r.mi > 0 and not r.clipped
 
 
 def test_independent_data_is_never_negative_and_flagged():
@@ -179,12 +198,3 @@ def test_gaussian_start_rule_and_step_zero_readout():
     big = mibench.estimate(rng.standard_normal((600, 200)), rng.standard_normal((600, 100)), steps=2,
                            device="cpu")
     assert not big.settings["gaussian_critic"]                # d = 300 > 256 (and < 20 pairs per dimension)
-
-
-@pytest.mark.slow
-def test_sparse_25x25_is_never_negative_and_close():
-    """The case that collapsed to -0.97 / -1.27 nats before issue 13.  Measured 0.897 / 0.898 nats
-    (truth 1.0) at hidden 64 during development; band 0.15 nats."""
-    x, y, truth = draw("gauss-sparse-25x25", 10_000, mi_nats=1.0, seed=0)
-    r = mibench.estimate(x, y, seed=0, units="nats", device="cpu")
-    assert r.mi > -0.05 and abs(r.mi - truth) < 0.15, r
