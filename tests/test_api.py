@@ -68,9 +68,9 @@ def test_default_estimate_on_a_1d_gaussian_is_within_a_tenth_of_a_nat():
 
 
 # Accuracy bands of the default estimate at 10,000 pairs and 1 nat, from a 5-seed calibration
-# (seeds 0-4, benchmarks/bench_estimate.py --seeds 0,1,2,3,4; output summarised in
-# benchmarks/results/estimate.txt): (mean error, sd) in nats per case.  A case must land within
-# mean +- 3 sd of the calibration (a regression band) and within the issue-13 target
+# (seeds 0-4, benchmarks/bench_estimate.py --seeds 0,1,2,3,4 --no-ksg; output and per-case summary
+# in benchmarks/results/estimate_seeds.txt): (mean error, sd) in nats per case.  A case must land
+# within mean +- 3 sd of the calibration (a regression band) and within the issue-13 target
 # max(0.1 nats, 10 %) of the truth.  threads=1 makes each estimate deterministic for its seed.
 CALIBRATION = {
     "gauss-dense-25x25": (-0.046, 0.036),
