@@ -22,12 +22,12 @@ from .errors import MibenchError
 #: task, task parameters, MI levels (bits), n pairs per dataset, seeds
 SETUPS = {
     "gaussian": {"task": "gaussian", "task_params": {}, "mi": [4.0]},
-    "vision": {"task": "vision", "task_params": {"ds": 4, "side": 16}, "mi": [2.0]},
+    "vision": {"task": "vision", "task_params": {}, "mi": [4.0]},
     "text": {"task": "text", "task_params": {"ds": 2}, "mi": [1.0]},
 }
 #: common to every setup: pairs per dataset, seeds, and the settings of critic-bound estimators
-#: (mibench.estimate with a separable critic and a 500-step budget)
-COMMON = {"n": 10_000, "seeds": [0, 1, 2], "critic": "separable", "estimate_kwargs": {"steps": 500}}
+#: (mibench.estimate with its defaults: joint critic, data-sized width / batch / steps)
+COMMON = {"n": 10_000, "seeds": [0, 1, 2], "critic": "joint", "estimate_kwargs": {}}
 SUITES = {"quick": ["gaussian"], "paper": ["gaussian", "vision", "text"]}
 
 

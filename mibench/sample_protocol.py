@@ -309,6 +309,14 @@ class EstimateWorker:
         daemonic = me.daemon     # a Dask / pool worker is daemonic; multiprocessing refuses its children,
         if daemonic:             # but this child is killed by us and exits when we die (_worker_main)
             me._config["daemon"] = False
+        # a script read from stdin (``python - < f.py``) has __main__.__file__ = "<stdin>", which spawn
+        # would try to re-run in the child and fail; the worker needs nothing from __main__ (registered
+        # estimators travel with cloudpickle), so hide a __file__ that is not a file, as for a REPL
+        main = sys.modules.get("__main__")
+        main_file = getattr(main, "__file__", None)
+        hide = isinstance(main_file, str) and getattr(main, "__spec__", None) is None and not os.path.isfile(main_file)
+        if hide:
+            del main.__file__
         try:
             self.proc.start()
         except BaseException:
@@ -317,12 +325,20 @@ class EstimateWorker:
         finally:
             if daemonic:
                 me._config["daemon"] = True
+            if hide:
+                main.__file__ = main_file
         child.close()
         self.conn = parent
         if not parent.poll(120):
             self.stop(kill=True)
             raise MibenchError("the estimate worker process did not start within 120 s")
-        kind, msg = parent.recv()
+        try:
+            kind, msg = parent.recv()
+        except (EOFError, OSError):
+            code = self.proc.exitcode if self.proc is not None else None
+            self.stop(kill=True)
+            raise MibenchError(f"the estimate worker process exited before it started (exit code {code}); "
+                               "run with timeout=None (--timeout 0) to estimate in this process") from None
         if kind != "ready":
             self.stop(kill=True)
             raise MibenchError(f"the estimate worker failed to start: {msg}")
