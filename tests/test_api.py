@@ -72,12 +72,13 @@ def test_default_estimate_on_a_1d_gaussian_is_within_a_tenth_of_a_nat():
 # in benchmarks/results/estimate_seeds.txt): (mean error, sd) in nats per case.  A case must land
 # within mean +- 3 sd of the calibration (a regression band) and within the issue-13 target
 # max(0.1 nats, 10 %) of the truth.  threads=1 makes each estimate deterministic for its seed.
+# The five cases were re-run with the final code (CCA-built Gaussian start) at the end of that file.
 CALIBRATION = {
     "gauss-dense-25x25": (-0.046, 0.036),
     "gauss-sparse-25x25": (-0.034, 0.022),
-    "student-t-dof3-1x1": (-0.002, 0.034),
+    "student-t-dof3-1x1": (-0.004, 0.037),
     "halfcube-1x1": (-0.008, 0.018),
-    "mix-5x5": (-0.168, 0.008),
+    "mix-5x5": (-0.174, 0.012),
 }
 
 
