@@ -255,9 +255,12 @@ def cmd_leaderboard(args) -> int:
     top = board[board["rank"] == 1].drop_duplicates(["task", "task_params", "critic", "layers", "hidden",
                                                      "batch_size", "steps", "schedule"])
     for _, r in top.iterrows():
+        if r.get("protocol", "streaming") == "sample":
+            setup = f"sample protocol, n = {int(r['n'])}"
+        else:
+            setup = f"{r['critic']} {r['layers']}x{r['hidden']}, {r['steps']} steps"
         print(f"  best on {r['task']}{' (' + r['task_params'] + ')' if r['task_params'] else ''} "
-              f"[{r['critic']} {r['layers']}x{r['hidden']}, {r['steps']} steps]: {r['estimator']} "
-              f"(MSE averaged over levels {r['rank_score']:.3f} bits²)")
+              f"[{setup}]: {r['estimator']} (MSE averaged over levels {r['rank_score']:.3f} bits²)")
     return EXIT_OK
 
 

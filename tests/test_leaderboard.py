@@ -174,3 +174,14 @@ def test_pytest_helper(tmp_path):
         assert_no_regression(_scaled(tmp_path, "missing", drop=("smile-5", 4.0)), base)
     assert assert_no_regression(_scaled(tmp_path, "m2", drop=("smile-5", 4.0)), base, allow_missing=True).ok
     assert compare(base, base).ok
+
+
+def test_leaderboard_summary_line_names_the_sample_protocol(tmp_path, capsys):
+    """Sample-protocol runs have no critic size or step count: the 'best on' line says so instead of
+    printing a meaningless '[joint 0x0, 0 steps]' (reads the committed sample leaderboard's runs)."""
+    from pathlib import Path
+
+    runs = Path(__file__).resolve().parents[1] / "results" / "sample_leaderboard" / "sweep"
+    assert main(["leaderboard", str(runs), "-o", str(tmp_path / "lb.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "best on vision [sample protocol, n = 10000]: " in out and "0x0" not in out
