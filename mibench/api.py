@@ -25,8 +25,8 @@ How it works (all of it seeded by ``seed``):
    blocks of up to 125 pairs (one batched pass); the critic state with the best held-out value is
    kept, and training stops when ``patience`` evaluations in a row did not improve on it, but not
    before ``min_steps`` (default 500) steps, so a network starting at alpha = 0 has time to grow
-   (early stopping).  The reported ``mi`` is that best held-out value, read again on reshuffled held-out
-   blocks, with ``mi_stderr`` = standard deviation over the held-out blocks / sqrt(number of blocks).
+   (early stopping).  The reported ``mi`` is that best held-out value, read again on reshuffled
+   held-out blocks, with ``mi_stderr`` = standard deviation over the held-out blocks / sqrt(number of blocks).
 5. ``mi`` is never negative: a held-out value below zero is reported as 0 with ``clipped = True``
    (the raw value stays in ``mi_raw``), and ``status`` says how much to trust the number.
 
@@ -144,8 +144,9 @@ def _normal_scores(a: np.ndarray, train: np.ndarray) -> None:
     """Map every column of ``a`` in place through a strictly increasing function fitted on the rows
     ``train``: each distinct training value goes to the normal quantile of its mid-rank,
     Phi^-1((rank - 1/2) / n); values between training values are interpolated linearly, values
-    beyond them extrapolated with the average slope over the outer 1% of the distinct values.  A fixed strictly increasing map per coordinate
-    leaves I(X;Y) unchanged (Kraskov et al. 2004, §II); it gives heavy-tailed, skewed or bounded
+    beyond them extrapolated with the average slope over the outer 1% of the distinct values (so
+    one close pair of extremes cannot blow the slope up).  A fixed strictly increasing map per
+    coordinate leaves I(X;Y) unchanged (Kraskov et al. 2004, §II); it gives heavy-tailed, skewed or bounded
     margins Gaussian ones, as in Gaussian-copula MI estimators (Ince et al. 2017, Hum. Brain Mapp.
     38, §2.3), so no coordinate dominates the critic through its tails."""
     from scipy.special import ndtri
@@ -161,9 +162,9 @@ def _normal_scores(a: np.ndarray, train: np.ndarray) -> None:
         col = a[:, j].copy()
         out = np.interp(col, u, s)
         lo, hi = col < u[0], col > u[-1]
-        k = max(1, len(u) // 100)     # end slopes over the outer 1% of the distinct values, so one
-        out[lo] = s[0] + (col[lo] - u[0]) * (s[k] - s[0]) / (u[k] - u[0])            # close pair of
-        out[hi] = s[-1] + (col[hi] - u[-1]) * (s[-1] - s[-1 - k]) / (u[-1] - u[-1 - k])  # extremes can't blow up
+        k = max(1, len(u) // 100)     # end slopes over the outer 1% of the distinct values
+        out[lo] = s[0] + (col[lo] - u[0]) * (s[k] - s[0]) / (u[k] - u[0])
+        out[hi] = s[-1] + (col[hi] - u[-1]) * (s[-1] - s[-1 - k]) / (u[-1] - u[-1 - k])
         a[:, j] = out
 
 
@@ -202,8 +203,8 @@ class GaussianResidualCritic(torch.nn.Module):
 
     The first term is the log density ratio of the Gaussian with the training pairs' covariance S
     (the optimal critic if the pairs were jointly Gaussian; its bound is what a CCA / Gaussian
-    estimator would report), from :func:`gaussian_log_ratio`.  ``alpha`` starts at 0, so training starts
-    from the Gaussian critic and the network learns only what the Gaussian misses; any critic
+    estimator would report), from :func:`gaussian_log_ratio`.  ``alpha`` starts at 0, so training
+    starts from the Gaussian critic and the network learns only what the Gaussian misses; any critic
     gives a valid variational bound, so the held-out readout stays a lower-bound estimate."""
 
     def __init__(self, base: torch.nn.Module, cov: np.ndarray, dim_x: int):
@@ -256,7 +257,8 @@ def default_settings(n_train: int, dim_x: int, dim_y: int) -> dict:
 def estimate(x, y, estimator: str = "smile", critic: str = "joint", steps: int | None = None,
              batch_size: int | None = None, lr: float | None = None, hidden: int | None = None,
              layers: int | None = None, embed: int = 32, test_fraction: float = 0.2,
-             preprocess: str = "normal-scores", gaussian_critic: bool | None = None, device: str = "auto", seed: int = 0, units: str = "bits", progress: bool = False,
+             preprocess: str = "normal-scores", gaussian_critic: bool | None = None, device: str = "auto",
+             seed: int = 0, units: str = "bits", progress: bool = False,
              eval_every: int | None = None, patience: int | None = None, min_steps: int | None = None,
              threads: int | None = 1) -> EstimateResult:
     """Estimate I(X;Y) from paired samples ``x`` (n, dx) and ``y`` (n, dy); see the module docstring
@@ -291,7 +293,8 @@ def estimate(x, y, estimator: str = "smile", critic: str = "joint", steps: int |
 
 
 def _estimate(x, y, estimator, critic, steps, batch_size, lr, hidden, layers, embed, test_fraction, preprocess,
-              gaussian_critic, device, seed, units, progress, eval_every, patience, min_steps, t_start) -> EstimateResult:
+              gaussian_critic, device, seed, units, progress, eval_every, patience, min_steps,
+              t_start) -> EstimateResult:
     from .critics import make_critic
     from .estimators import make_estimator, resolve_estimators
     from .harness import resolve_device

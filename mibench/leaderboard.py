@@ -280,9 +280,9 @@ def _sample_seed_rows(r: RunRecord, setup: dict) -> list[dict]:
 
     out = []
     for e in read_sample_estimates(Path(r.path) / "sample_estimates.csv"):
-        level = float(e["true_mi"])
+        level = e["true_mi"]                 # read_sample_estimates returns the numbers as floats
         ok = e["status"] == "ok"
-        est = float(e["estimate"]) if ok else float("nan")
+        est = e["estimate"] if ok else float("nan")
         out.append({**setup, "estimator": e["estimator"], "true_mi": level, "seed": int(e["seed"]),
                     "mean_estimate": est, "bias": est - level, "variance": float("nan"),
                     "mse": (est - level) ** 2, "diverged": not ok, "run_dir": str(r.path), "kind": e["kind"],

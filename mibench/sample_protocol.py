@@ -434,11 +434,9 @@ def summarize(task: str, critic: str, rows: list[dict], kinds: dict, n: int) -> 
 
 def status_counts(statuses) -> str:
     """``["converged", "overfit", "converged"]`` -> ``"converged:2;overfit:1"`` (empty ones left out)."""
-    counts: dict = {}
-    for s in statuses:
-        if s:
-            counts[s] = counts.get(s, 0) + 1
-    return ";".join(f"{k}:{v}" for k, v in counts.items())
+    from collections import Counter
+
+    return ";".join(f"{k}:{v}" for k, v in Counter(s for s in statuses if s).items())
 
 
 def run_sample(cfg: SampleConfig, out_dir=None, progress: bool = False, plot: bool = True, prepared=None,
