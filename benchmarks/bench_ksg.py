@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""KSG (mibench.disentanglement.backends.ksg_mi_continuous, k = 3): the two neighbour searches at
+"""KSG (mibench.estimators.classical.ksg_mi_continuous, k = 3): the two neighbour searches at
 n = 10,000 — seconds per estimate and agreement — and the brute-force path on the vision task.
 
 1. Gaussian X ~ N(0, I_d), Y = rho X + sqrt(1 - rho^2) N(0, I_d), truth -(d/2) log(1 - rho^2) nats:
@@ -22,7 +22,7 @@ import torch
 
 from common import header
 
-from mibench.disentanglement.backends import KSG_BRUTE_ABOVE, ksg_describe, ksg_mi_continuous
+from mibench.estimators.classical import KSG_BRUTE_ABOVE, ksg_describe, ksg_mi_continuous
 
 
 def main() -> None:

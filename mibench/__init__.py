@@ -10,8 +10,8 @@ __all__ = ["MibenchError", "DataNotFoundError", "estimate", "load_runs", "regist
 
 
 def estimate(x, y, **kwargs):
-    """Estimate I(X;Y) on your own paired arrays; see :func:`mibench.api.estimate`."""
-    from .api import estimate as _estimate
+    """Estimate I(X;Y) on your own paired arrays; see :func:`mibench.estimation.estimate`."""
+    from .estimation import estimate as _estimate
 
     return _estimate(x, y, **kwargs)
 
@@ -34,7 +34,7 @@ def register_estimator(name, obj, description=None, *, replace=False):
 
 def evaluate(my_estimator, suite="quick", **kwargs):
     """Benchmark your estimator on a standard sample-protocol suite and print where it ranks next to
-    the committed baselines; see :func:`mibench.evaluate.evaluate`."""
-    from .evaluate import evaluate as _evaluate
+    the committed baselines; see :func:`mibench.evaluation.evaluate`."""
+    from .evaluation import evaluate as _evaluate
 
     return _evaluate(my_estimator, suite, **kwargs)

@@ -92,7 +92,7 @@ def _positive(args, *names) -> None:
 def cmd_train_resnet(args) -> int:
     _positive(args, "steps", "width")
     from .encoders import resnet
-    from .harness import resolve_device
+    from .device import resolve_device
     from .tasks import make_task
 
     device = resolve_device(args.device)

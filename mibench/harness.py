@@ -34,7 +34,9 @@ import torch
 from . import __version__
 from .kernels import kernel_name, make_adam
 from .critics import DEFAULT_EMBED, DEFAULT_HIDDEN, DEFAULT_LAYERS, make_critic
+from .device import resolve_device
 from .errors import MibenchError, Terminated
+from .seeding import derived_seed
 from .estimators import make_estimator, resolve_estimators, training_groups
 from .metrics import SUMMARY_COLUMNS, summarize
 from .schedule import parse_schedule
@@ -95,35 +97,6 @@ class RunResult:
     summary: list                # rows, see metrics.SUMMARY_COLUMNS
     diverged: dict               # estimator -> first step with a non-finite estimate
     out_dir: Path | None = None
-
-
-def resolve_device(device: str = "auto") -> torch.device:
-    """``auto`` (CUDA if available, else CPU), ``cpu``, ``cuda[:N]`` or ``mps[:N]`` (Apple GPUs, where
-    this torch build and machine have it); an unavailable or unknown device is one-line MibenchError."""
-    device = str(device or "auto").strip().lower()
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    kind, colon, index = device.partition(":")
-    if kind not in ("cpu", "cuda", "mps") or (colon and (not index.isdigit() or kind == "cpu")):
-        raise MibenchError(f"--device must be auto, cpu, cuda[:N] or mps, got {device!r}")
-    if kind == "cuda" and not torch.cuda.is_available():
-        raise MibenchError("--device cuda requested but no CUDA device is available (use --device auto or cpu)")
-    if kind == "mps" and not _mps_available():
-        mps = getattr(torch.backends, "mps", None)
-        why = ("this torch build has no MPS support" if mps is None or not mps.is_built()
-               else "MPS needs an Apple-silicon Mac with macOS 12.3 or newer")
-        raise MibenchError(f"--device mps requested but MPS is not available here ({why}; use --device auto or cpu)")
-    return torch.device(device)
-
-
-def _mps_available() -> bool:
-    mps = getattr(torch.backends, "mps", None)
-    return bool(mps is not None and mps.is_available())
-
-
-def derived_seed(*parts) -> int:
-    digest = hashlib.sha256("/".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:8], "little") & 0x7FFF_FFFF_FFFF_FFFF
 
 
 def build_models(cfg: RunConfig, dim_x: int, dim_y: int, device):

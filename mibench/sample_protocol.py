@@ -22,7 +22,7 @@ one number for it (plus wall-clock seconds), and bias / variance / MSE are taken
 
 Two status columns: ``status`` is the outcome of the estimate as a computation (``ok``, ``error``,
 ``non_finite``, ``timeout``, ``crashed``: :data:`STATUSES`); ``mi_status`` is how far the estimator
-itself trusts its number: for critic-bound estimators :class:`mibench.api.EstimateResult`'s
+itself trusts its number: for critic-bound estimators :class:`mibench.estimation.EstimateResult`'s
 ``status`` (``converged``, ``overfit``, ``still_increasing``, ``no_dependence_detected``,
 ``diverged``, ``train_only``), with ``mi_stderr`` its standard error (bits) and ``clipped`` whether
 a negative held-out value was reported as 0; for black-box / generative estimators that return a
@@ -133,7 +133,7 @@ class SampleResult:
 
 
 def dataset_seed(seed: int, level: float) -> int:
-    from .harness import derived_seed
+    from .seeding import derived_seed
 
     return derived_seed(int(seed), "sample", f"{float(level):g}")
 
@@ -171,7 +171,7 @@ def estimate_once(name: str, x: np.ndarray, y: np.ndarray, seed: int, critic: st
         out["kind"] = kind
         t0 = time.perf_counter()
         if kind == CRITIC:
-            from .api import estimate
+            from .estimation import estimate
 
             res = estimate(x, y, estimator=name, critic=critic, seed=int(seed), units="nats", device=device,
                            **(estimate_kwargs or {}))
@@ -384,7 +384,7 @@ class EstimateWorker:
 
 def prepare(cfg: SampleConfig):
     """Validate names, sizes and MI levels against the task; build the task (one-line errors)."""
-    from .harness import resolve_device
+    from .device import resolve_device
     from .tasks import make_task
     from .tasks.base import check_mi_request
 

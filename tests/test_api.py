@@ -45,7 +45,7 @@ def test_input_validation(x, y, kw, match):
 # issue 13: held-out early stopping, status, no negative MI, uncertainty, data-sized defaults
 # ---------------------------------------------------------------------------------------------
 
-from mibench.api import STATUSES, default_settings  # noqa: E402
+from mibench.estimation import STATUSES, default_settings  # noqa: E402
 from mibench.tasks.distributions import draw  # noqa: E402
 
 
@@ -128,7 +128,7 @@ def test_default_settings_rule():
 
 
 def test_normal_scores_map_is_strictly_increasing_and_fitted_on_training_rows_only():
-    from mibench.api import _normal_scores
+    from mibench.estimation.preprocess import normal_scores as _normal_scores
 
     rng = np.random.default_rng(0)
     a = np.concatenate([rng.standard_t(2, (200, 2)), [[-1e6, 1e6], [1e6, -1e6]]])   # held-out extremes
@@ -163,7 +163,7 @@ def test_estimate_is_invariant_to_monotone_maps_of_the_columns():
 
 
 def test_gaussian_log_ratio_matches_the_precision_formula_and_survives_rank_deficiency():
-    from mibench.api import gaussian_log_ratio
+    from mibench.estimation.gaussian_start import gaussian_log_ratio
 
     rng = np.random.default_rng(0)
     s = rng.standard_normal((7, 7))

@@ -262,12 +262,12 @@ def test_ksg_k_pattern_and_errors():
         ESTIMATORS.get("ksg").obj().estimate(np.zeros((10, 1)), np.zeros((9, 1)))
 
 
-# KSG neighbour searches (backends.ksg_mi_continuous): max-norm k-d trees in low dimensions, Euclidean
+# KSG neighbour searches (classical.ksg_mi_continuous): max-norm k-d trees in low dimensions, Euclidean
 # marginals with the joint max by blocked GEMM above KSG_BRUTE_ABOVE joint dimensions (KSG 2004 §II).
 
 def test_ksg_paths_identical_in_one_dimension():
     """In 1-d the Euclidean and max norms coincide, so the two searches must give the same value."""
-    from mibench.disentanglement.backends import ksg_mi_continuous
+    from mibench.estimators.classical import ksg_mi_continuous
 
     x, y, _ = gaussian_samples(1500, 1, 0.6, seed=3)
     a = ksg_mi_continuous(x, y, seed=3, method="kdtree")
@@ -280,7 +280,7 @@ def test_ksg_paths_identical_in_one_dimension():
 # At d = 6 (12 joint dims) brute is less biased than kdtree by +0.05 to +0.09 (both biased low).
 @pytest.mark.parametrize("seed", [0, 1])
 def test_ksg_brute_path_gaussian_accuracy_and_agreement(seed):
-    from mibench.disentanglement.backends import ksg_mi_continuous
+    from mibench.estimators.classical import ksg_mi_continuous
 
     x, y, truth = gaussian_samples(2000, 3, 0.6, seed=seed)
     brute = ksg_mi_continuous(x, y, seed=seed, method="brute")
@@ -290,7 +290,7 @@ def test_ksg_brute_path_gaussian_accuracy_and_agreement(seed):
 
 
 def test_ksg_brute_row_blocks_do_not_change_the_value(monkeypatch):
-    from mibench.disentanglement import backends
+    from mibench.estimators import classical as backends
 
     x, y, _ = gaussian_samples(700, 4, 0.5, seed=0)
     one = backends.ksg_mi_continuous(x, y, seed=0, method="brute")
@@ -301,7 +301,7 @@ def test_ksg_brute_row_blocks_do_not_change_the_value(monkeypatch):
 def test_ksg_auto_method_is_recorded(tmp_path):
     import json
 
-    from mibench.disentanglement.backends import KSG_BRUTE_ABOVE, ksg_method
+    from mibench.estimators.classical import KSG_BRUTE_ABOVE, ksg_method
     from mibench.sample_protocol import SampleConfig, run_sample
 
     assert ksg_method(1, 1) == "kdtree" and ksg_method(KSG_BRUTE_ABOVE, 1) == "brute"

@@ -411,7 +411,7 @@ def test_pooling_is_part_of_the_cache_key(tmp_path):
 # ------------------------------------------------------------------------------------ devices
 
 def test_mps_refused_cleanly_where_unavailable(monkeypatch, capsys):
-    from mibench import harness
+    from mibench import device as harness
     from mibench.cli import main
 
     if harness._mps_available():    # pragma: no cover (an Apple-silicon machine)

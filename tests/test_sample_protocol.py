@@ -84,7 +84,7 @@ def test_critic_bound_estimators_run_through_mibench_estimate():
 def test_estimate_status_and_stderr_reach_csv_summary_and_leaderboard(tmp_path):
     """Issue 13: mibench.estimate's status / mi_stderr / clipped in sample_estimates.csv (bits),
     counted in summary.csv and the leaderboard; empty for a bare-float estimator."""
-    from mibench.api import STATUSES
+    from mibench.estimation import STATUSES
     from mibench.leaderboard import build
 
     out = tmp_path / "run"
@@ -203,7 +203,7 @@ def test_evaluate_ranks_next_to_baselines(tmp_path, capsys):
     """evaluate() on the quick suite against a baseline directory made here with the same setup
     (the committed results/sample_leaderboard has the same setups; a test must not depend on it)."""
     import mibench
-    from mibench.evaluate import COMMON, SETUPS
+    from mibench.evaluation import COMMON, SETUPS
 
     s = SETUPS["gaussian"]
     base = tmp_path / "baselines"
@@ -224,7 +224,7 @@ def test_evaluate_ranks_next_to_baselines(tmp_path, capsys):
 
 
 def test_committed_sample_leaderboard_matches_the_evaluate_suites():
-    from mibench.evaluate import COMMON, SETUPS, baseline_dir
+    from mibench.evaluation import COMMON, SETUPS, baseline_dir
     from mibench.leaderboard import read_leaderboard
 
     path = baseline_dir() / "leaderboard.csv"
@@ -252,7 +252,7 @@ def test_readme_snippet_benchmarks_an_estimator(capsys):
     committed baselines in results/sample_leaderboard/)."""
     import re
 
-    from mibench.evaluate import baseline_dir
+    from mibench.evaluation import baseline_dir
 
     if not (baseline_dir() / "leaderboard.csv").is_file():
         pytest.skip("results/sample_leaderboard not committed yet")

@@ -39,7 +39,8 @@ import numpy as np
 
 from ..errors import MibenchError
 from .backends import MIBackend, get_backend
-from .checks import as_2d, check_same_rows, discrete_entropy, resolve_discrete
+from ..checks import as_2d, check_same_rows, resolve_discrete
+from ..estimators.classical import discrete_entropy
 from .posterior import GaussianPosterior
 
 PARTS = ("pair", "rest", "full", "code_y", "code_x")

@@ -36,7 +36,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import MibenchError
-from .checks import as_2d, as_labels, check_positive_int, check_same_rows, resolve_discrete
+from ..checks import as_2d, as_labels, check_positive_int, check_same_rows, resolve_discrete
 
 # ---------------------------------------------------------------------------------------------
 # shared helpers

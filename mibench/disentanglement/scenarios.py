@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from ..errors import MibenchError
-from .checks import check_positive_int
+from ..checks import check_positive_int
 
 PI = math.pi
 

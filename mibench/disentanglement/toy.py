@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from ..errors import MibenchError
-from .checks import as_2d, check_positive_int
+from ..checks import as_2d, check_positive_int
 from .metrics import InfoTable
 from .posterior import GaussianPosterior
 

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from ..errors import MibenchError
-from . import ENCODERS, Encoder, fixed_init
+from .base import ENCODERS, Encoder, fixed_init
 
 DEFAULT_LAYERS = 4
 DEFAULT_HIDDEN = 256

@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import MibenchError
-from . import ENCODERS, Encoder
+from .base import ENCODERS, Encoder
 
 LAYERS = ("stem", "layer1", "layer2", "layer3", "layer4", "pool")
 DEFAULT_LAYER = "pool"

@@ -34,6 +34,9 @@ class Estimator(nn.Module):
     """
 
     training_objective: str | None = None
+    #: stateless heads whose bound reduces over the last two dimensions: a (G, B, B) stack of score
+    #: matrices is evaluated in one call (:mod:`mibench.estimation.training` relies on it)
+    batched: bool = False
 
     def ceiling_nats(self, batch_size: int) -> float:
         return math.inf
@@ -50,6 +53,8 @@ class Estimator(nn.Module):
 
 class BoundEstimator(Estimator):
     """Trains and reports one bound (NWJ, DV, InfoNCE)."""
+
+    batched = True
 
     def __init__(self, bound, ceiling=None):
         super().__init__()
@@ -70,6 +75,7 @@ class JSTrainedEstimator(Estimator):
     shares one critic (see :attr:`Estimator.training_objective`)."""
 
     training_objective = "js-fgan"
+    batched = True
 
     def __init__(self, report):
         super().__init__()
@@ -230,13 +236,13 @@ ESTIMATORS.add("alpha-infonce-0.5", "alpha-InfoNCE (alias alpha-infonce): Poole 
                aliases=("alpha-infonce",))
 
 
-# --- sample-based baselines (issue 12): black-box, mibench.estimators.baselines -----------------------
+# --- classical black-box estimators: mibench.estimators.classical -------------------------------------
 
 def _baseline(cls_name: str, *args):
     def factory():
-        from . import baselines
+        from . import classical
 
-        return getattr(baselines, cls_name)(*args)
+        return getattr(classical, cls_name)(*args)
 
     return factory
 

@@ -42,7 +42,7 @@ import torch
 from ..errors import MibenchError
 from ..registry import Entry
 from ..units import LN2
-from . import TASKS
+from .registry import TASKS
 from .base import check_mi_request
 
 MAX_DIM = 512
@@ -303,7 +303,7 @@ def draw(name: str, n: int, *, mi_nats: float | None = None, mi_bits: float | No
     """A fixed dataset of ``n`` pairs of task ``name`` at the given MI (give exactly one of
     ``mi_nats`` / ``mi_bits``) and seed: one ``task.sample(n, mi_bits, generator)`` call.
     Returns ``(x, y, truth_nats)`` with numpy float32 arrays (n, dim_x), (n, dim_y)."""
-    from . import make_task
+    from .registry import make_task
 
     if (mi_nats is None) == (mi_bits is None):
         raise MibenchError("draw needs exactly one of mi_nats / mi_bits")

@@ -40,7 +40,7 @@ import torch
 
 from ..errors import MibenchError
 from ..registry import Entry
-from . import TASKS
+from .registry import TASKS
 from .pools import BSCSources, ClassPool, cached_filter, check_kept_pool, fit_linear_decoder, pool_info
 
 DEFAULT_MARGIN = 1.0

@@ -11,7 +11,7 @@ from functools import lru_cache
 import torch
 
 from ..errors import MibenchError
-from . import TASKS
+from .registry import TASKS
 from .base import check_mi_request, gaussian_rho
 
 

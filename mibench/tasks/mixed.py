@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import TASKS
+from .registry import TASKS
 from .pools import BSCSources, rendered_decodability
 from .text import DEFAULT_MARGIN, load_imdb_pool
 from .vision import DEFAULT_SIDE, RESIZE, announce_decodability, Renderer, check_nuisance, check_side, load_backgrounds, load_mnist_pool, parse_layout

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from ..errors import MibenchError
-from . import TASKS
+from .registry import TASKS
 from .pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info, rendered_decodability
 from .vision import announce_decodability, pairing_info, parse_layout
 

@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import MibenchError
-from . import TASKS
+from .registry import TASKS
 from .pools import (BSCSources, ClassPool, cached_filter, check_kept_pool, decodability_notes, pool_info,
                     rendered_decodability)
 

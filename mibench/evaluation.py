@@ -109,18 +109,3 @@ def format_ranking(board, est_name: str) -> str:
             lines.append(f"  {mark} {int(o['rank']):>2}. {o['estimator']:<28} {o['kind']:<11} MSE {o['rank_score']:.3f}"
                          f"  {o['seconds']:.2f} s")
     return "\n".join(lines) if lines else f"{est_name}: no setup of the suite matched the baselines"
-
-
-# ``import mibench.evaluate`` binds the attribute mibench.evaluate to this module (the submodule
-# shadows the function of the same name in mibench/__init__.py), so the module itself is callable:
-# ``mibench.evaluate(est, suite="quick")`` works either way.
-import sys as _sys  # noqa: E402
-import types as _types  # noqa: E402
-
-
-class _CallableModule(_types.ModuleType):
-    def __call__(self, my_estimator, suite: str = "quick", **kwargs):
-        return evaluate(my_estimator, suite, **kwargs)
-
-
-_sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,288 @@
+"""``mibench.estimate``: estimate I(X;Y) on your own paired samples with any registered estimator.
+
+Black-box and generative estimators (``ksg``, ``gaussian``, ``histogram``, ``doe-flow``, plug-ins) are
+called on the arrays as they are (``estimate(x, y, seed=seed)``, one number).  Critic-bound estimators
+(the bounds: ``smile``, ``infonce``, ``nwj``, ...) train a critic with a held-out readout that cannot
+collapse; how, all of it seeded by ``seed``:
+
+1. The n pairs are split into a training part and a held-out part (``test_fraction``, default 0.2).
+   Every column goes through a strictly increasing map fitted on the training part: normal scores
+   (``preprocess="normal-scores"``, default: each value to the normal quantile of its training
+   mid-rank, so margins are Gaussian whatever their tails), then a z-score.  A fixed strictly
+   increasing map per coordinate does not change I(X;Y) (Kraskov et al. 2004, §II), and the
+   held-out pairs go through the same fitted map.
+2. Where d = dim_x + dim_y <= 256 and there are >= 20 training pairs per dimension
+   (``gaussian_critic=None`` decides by that rule), the critic starts as the log density ratio of
+   the Gaussian fitted to the training pairs (the optimal critic for jointly Gaussian data, the
+   one a CCA estimator implies) plus ``alpha`` times the network, alpha = 0 at the start
+   (:class:`GaussianResidualCritic`): the network learns what the Gaussian misses, and the
+   starting critic is itself the first held-out candidate (step 0).  The Gaussian part trains at
+   a tenth of the learning rate.
+3. The critic trains on random minibatches of ``batch_size`` training pairs.  A batch is scored in
+   blocks of 32 x 32 pairs: the 32 diagonal pairs of a block are joint samples, its 32 * 31
+   off-diagonal pairs stand in for the product of marginals (as in the benchmark harness, where the
+   block is the whole batch), so a step sees ``batch_size`` joint pairs at ``batch_size * 32``
+   critic evaluations instead of ``batch_size**2``.
+4. Every ``eval_every`` steps the estimator's bound is evaluated on the held-out pairs, split into
+   blocks of up to 125 pairs (one batched pass); the critic state with the best held-out value is
+   kept, and training stops when ``patience`` evaluations in a row did not improve on it, but not
+   before ``min_steps`` (default 500) steps, so a network starting at alpha = 0 has time to grow
+   (early stopping).  The reported ``mi`` is that best held-out value, read again on reshuffled
+   held-out blocks, with ``mi_stderr`` = standard deviation over the held-out blocks / sqrt(number of blocks).
+5. ``mi`` is never negative: a held-out value below zero is reported as 0 with ``clipped = True``
+   (the raw value stays in ``mi_raw``), and ``status`` says how much to trust the number.
+
+``status`` values:
+
+``converged``               the held-out value rose and then plateaued; training stopped early.
+``overfit``                 the held-out value fell clearly (> max(2 stderr, 0.02 nats)) below its best
+                            before training stopped: the critic began to overfit, the estimate is the
+                            best checkpoint's (before it did); more data or a smaller critic may give more.
+``still_increasing``        the step budget ran out while the held-out value was still improving (its
+                            best came in the last quarter of the evaluations): the estimate may be low;
+                            pass more ``steps``.
+``no_dependence_detected``  the held-out value is within 2 standard errors of 0 (or below): no
+                            dependence this estimator can detect at this sample size; ``mi`` is
+                            max(0, ``mi_raw``).
+``diverged``                the training estimate became non-finite; the last finite best checkpoint
+                            (if any) is reported.
+``train_only``              ``test_fraction=0``: no held-out readout, ``mi`` is the mean of the last 10%
+                            of the training curve (inflated by overfitting; not recommended).
+``deterministic``           a continuous coordinate of Y is a one-to-one function of X (x == y, a
+                            monotone or linear map; :mod:`mibench.estimation.dependence`): I(X;Y) is
+                            infinite, ``mi`` is ``inf`` and nothing is trained (a warning says so).
+``not_assessed``            a black-box or generative estimator's single value, which it does not
+                            assess itself (an estimator object may set its own ``status`` instead).
+
+Before any estimator runs, a constant ``x`` or ``y`` gives ``mi = 0`` with ``no_dependence_detected``
+(and a warning), and a deterministic relation gives ``deterministic``.
+
+Defaults sized to the data (d = dim_x + dim_y, n_train the training pairs); see :func:`mibench.estimation.defaults.default_settings`.
+"""
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import numpy as np
+
+from ..errors import MibenchError
+from .result import EstimateResult
+
+MIN_SAMPLES = 100
+UNITS = ("bits", "nats")
+
+
+class DependenceWarning(UserWarning):
+    """I(X;Y) is 0 (a constant input) or infinite (a deterministic relation): no estimator trained."""
+
+
+def estimate(x, y, estimator: str = "smile", critic: str = "joint", steps: int | None = None,
+             batch_size: int | None = None, lr: float | None = None, hidden: int | None = None,
+             layers: int | None = None, embed: int = 32, test_fraction: float = 0.2,
+             preprocess: str = "normal-scores", gaussian_critic: bool | None = None, device: str = "auto",
+             seed: int = 0, units: str = "bits", progress: bool = False,
+             eval_every: int | None = None, patience: int | None = None, min_steps: int | None = None,
+             threads: int | None = 1) -> EstimateResult:
+    """Estimate I(X;Y) from paired samples (module docstring: procedure and ``status`` values).
+
+    Parameters
+    ----------
+    x, y : array-like (numpy, torch, lists) of shape (n, dx) and (n, dy); 1-D inputs are one column,
+        (n, ...) inputs (images) are flattened per sample.  Finite values only.
+    estimator : any registered estimator name, ``package.module:Name`` or entry point (``mibench list``).
+    critic : critic of a critic-bound estimator (``joint``, ``separable``, ``bilinear``, ``inner``).
+    steps, batch_size, lr, hidden, layers, eval_every, patience, min_steps : training settings of a
+        critic-bound estimator; ``None`` takes the data-sized default
+        (:func:`mibench.estimation.defaults.default_settings`).  ``patience=0`` disables early stopping.
+    embed : the separable critic's embedding size.
+    test_fraction : share of the pairs held out for the readout (0: report the training tail,
+        status ``train_only``).
+    preprocess : ``"normal-scores"`` (default), ``"zscore"`` or ``"none"`` (module docstring, step 1).
+    gaussian_critic : start from the Gaussian critic (True), never (False), or by the size rule (None).
+    device : ``auto``, ``cpu``, ``cuda[:N]`` or ``mps``.
+    seed : seeds the split, the critic's initialisation and the minibatches (same seed, same result).
+    units : ``"bits"`` (default) or ``"nats"``.
+    progress : print every held-out evaluation to stderr.
+    threads : torch CPU threads for this call, restored afterwards (``None`` keeps torch's setting);
+        default 1: the default critics are small, and one thread was faster than two in development.
+
+    Returns
+    -------
+    EstimateResult : ``mi`` (never negative; ``inf`` for a deterministic relation), ``mi_stderr``,
+        ``status``, ``mi_raw``, ``clipped``, ``seconds``, ``n_parameters``, ``curve``, ``settings``, ...
+    """
+    import torch
+
+    from ..checks import check_seed
+
+    t_start = time.perf_counter()
+    seed = check_seed(seed)
+    old_threads = torch.get_num_threads()
+    if threads is not None:
+        if isinstance(threads, bool) or int(threads) < 1:
+            raise MibenchError(f"threads must be >= 1, got {threads}")
+        torch.set_num_threads(int(threads))
+    try:
+        return _estimate(x, y, estimator, critic, steps, batch_size, lr, hidden, layers, embed, test_fraction,
+                         preprocess, gaussian_critic, device, seed, units, progress, eval_every, patience, min_steps,
+                         t_start)
+    finally:
+        torch.set_num_threads(old_threads)
+
+
+def _estimate(x, y, estimator, critic, steps, batch_size, lr, hidden, layers, embed, test_fraction, preprocess,
+              gaussian_critic, device, seed, units, progress, eval_every, patience, min_steps,
+              t_start) -> EstimateResult:
+    from ..checks import as_2d, check_same_rows
+    from ..estimators import ESTIMATORS
+    from ..estimators.protocols import CRITIC, kind_of
+    from .dependence import constant_input
+    from .preprocess import PREPROCESS
+
+    if units not in UNITS:
+        raise MibenchError(f"units must be 'bits' or 'nats', got {units!r}")
+    xa, ya = as_2d(x, "x", flatten=True).copy(), as_2d(y, "y", flatten=True).copy()
+    check_same_rows(x=xa, y=ya)
+    if preprocess not in PREPROCESS:
+        raise MibenchError(f"preprocess must be one of {', '.join(PREPROCESS)}, got {preprocess!r}")
+    if not 0 <= test_fraction < 1:
+        raise MibenchError(f"test_fraction must be in [0, 1), got {test_fraction}")
+    entry = ESTIMATORS.get(estimator)
+    obj = entry.obj()
+    kind = kind_of(obj)
+    scale = 1.0 if units == "nats" else 1.0 / math.log(2.0)
+    base = {"units": units, "estimator": entry.name, "critic": critic if kind == CRITIC else "",
+            "curve": np.zeros(0), "train_estimate": float("nan"), "n_train": xa.shape[0], "n_test": 0,
+            "diverged_at": None}
+    settings = None
+    if kind == CRITIC:
+        opts = {"hidden": hidden, "layers": layers, "batch_size": batch_size, "lr": lr, "steps": steps,
+                "eval_every": eval_every, "patience": patience, "min_steps": min_steps}
+        settings = _critic_settings(xa.shape[0], xa.shape[1], ya.shape[1], test_fraction, opts)
+    constant = constant_input(xa, ya)
+    if constant:
+        warnings.warn(f"{constant}: I(X;Y) = 0, nothing was estimated", DependenceWarning, stacklevel=3)
+        return EstimateResult(mi=0.0, mi_raw=0.0, mi_stderr=0.0, status="no_dependence_detected",
+                              seconds=time.perf_counter() - t_start, settings={"reason": constant}, **base)
+    if kind != CRITIC:
+        return _sample_estimate(obj, xa, ya, seed, scale, base, t_start)
+    return _critic_estimate(xa, ya, entry.name, critic, settings, embed, test_fraction, preprocess, gaussian_critic,
+                            device, seed, progress, scale, base, t_start)
+
+
+def _critic_settings(n: int, dim_x: int, dim_y: int, test_fraction: float, opts: dict) -> tuple[dict, int, int]:
+    """(settings with the data-sized defaults filled in, n_train, n_test); one-line errors."""
+    from .defaults import default_settings
+
+    n_test = int(round(n * test_fraction))
+    n_train = n - n_test
+    auto = default_settings(n_train, dim_x, dim_y)
+    s = {k: (auto[k] if v is None else v) for k, v in opts.items()}
+    if n < MIN_SAMPLES or n_train < s["batch_size"] or (test_fraction > 0 and n_test < 16):
+        raise MibenchError(f"{n} samples are too few for batch_size {s['batch_size']} with test_fraction {test_fraction} "
+                           f"(need >= {MIN_SAMPLES} pairs and >= 16 held out); pass more samples or a smaller batch_size")
+    if int(s["batch_size"]) < 2:
+        raise MibenchError(f"batch_size must be >= 2, got {s['batch_size']}")
+    if not (s["lr"] > 0 and math.isfinite(s["lr"])):
+        raise MibenchError(f"lr must be a positive number, got {s['lr']}")
+    if int(s["steps"]) < 1 or int(s["eval_every"]) < 1 or int(s["patience"]) < 0:
+        raise MibenchError("steps and eval_every must be >= 1 and patience >= 0")
+    return s, n_train, n_test
+
+
+def _deterministic_result(reason: str, base: dict, t_start: float, settings: dict) -> EstimateResult:
+    warnings.warn(f"{reason}; mi is reported as inf and nothing was trained", DependenceWarning, stacklevel=4)
+    return EstimateResult(mi=math.inf, mi_raw=math.inf, mi_stderr=float("nan"), status="deterministic",
+                          seconds=time.perf_counter() - t_start, settings={**settings, "reason": reason}, **base)
+
+
+def _sample_estimate(obj, xa, ya, seed, scale, base, t_start) -> EstimateResult:
+    """A black-box or generative estimator: one call on the arrays as given."""
+    from .dependence import deterministic_dependence
+
+    reason = deterministic_dependence(xa, ya, np.arange(xa.shape[0]))
+    if reason:
+        return _deterministic_result(reason, base, t_start, {})
+    raw = obj.estimate(xa, ya, seed=seed)
+    try:
+        raw = float(raw)
+    except (TypeError, ValueError):
+        raise MibenchError(f"estimator {base['estimator']!r} returned {type(raw).__name__}, not a number") from None
+    if not math.isfinite(raw):
+        raise MibenchError(f"estimator {base['estimator']!r} returned {raw}")
+    status = getattr(obj, "status", None)
+    return EstimateResult(mi=max(raw, 0.0) * scale, mi_raw=raw * scale, clipped=raw < 0,
+                          status=status if isinstance(status, str) and status else "not_assessed",
+                          seconds=time.perf_counter() - t_start,
+                          n_parameters=int(getattr(obj, "n_parameters", 0) or 0),
+                          settings={"kind": getattr(obj, "kind", ""), "info": str(getattr(obj, "last_info", "") or "")},
+                          **base)
+
+
+def _critic_estimate(xa, ya, est_name, critic, settings, embed, test_fraction, preprocess, gaussian_critic, device,
+                     seed, progress, scale, base, t_start) -> EstimateResult:
+    import torch
+
+    from ..critics import make_critic
+    from ..device import resolve_device
+    from ..estimators import make_estimator
+    from ..kernels import make_adam
+    from .defaults import BLOCK
+    from .dependence import deterministic_dependence
+    from .gaussian_start import GAUSSIAN_LR_SCALE, GAUSSIAN_MAX_DIM, GAUSSIAN_PAIRS_PER_DIM, GaussianResidualCritic
+    from .preprocess import standardise_columns
+    from .training import train_held_out
+
+    n = xa.shape[0]
+    s, n_train, n_test = settings
+    steps, batch = int(s["steps"]), int(s["batch_size"])
+    dev = resolve_device(device)
+
+    perm = np.random.default_rng(seed).permutation(n)
+    tr, te = perm[:n_train], perm[n_train:]
+    d = xa.shape[1] + ya.shape[1]
+    if gaussian_critic is None:
+        gaussian_critic = d <= GAUSSIAN_MAX_DIM and n_train >= GAUSSIAN_PAIRS_PER_DIM * d
+    block = min(BLOCK, batch)
+    used = {**s, "block": block, "embed": embed, "test_fraction": test_fraction, "preprocess": preprocess,
+                "gaussian_critic": bool(gaussian_critic)}
+    reason = deterministic_dependence(xa, ya, tr)
+    if reason:
+        return _deterministic_result(reason, {**base, "n_train": n_train, "n_test": n_test}, t_start, used)
+    standardise_columns((xa, ya), tr, preprocess)
+    xt = torch.as_tensor(xa, dtype=torch.float32, device=dev)
+    yt = torch.as_tensor(ya, dtype=torch.float32, device=dev)
+    x_tr, y_tr, x_te, y_te = xt[tr], yt[tr], xt[te], yt[te]
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = make_critic(critic, xa.shape[1], ya.shape[1], int(s["hidden"]), int(s["layers"]), embed)
+    if gaussian_critic:
+        z = np.concatenate([xa[tr], ya[tr]], axis=1)
+        net = GaussianResidualCritic(net, np.cov(z, rowvar=False).reshape(d, d), xa.shape[1])
+    net = net.to(dev)
+    head = make_estimator(est_name).to(dev)
+    params = [p for m in (net, head) for p in m.parameters() if p.requires_grad]
+    n_parameters = int(sum(p.numel() for p in params))
+    groups: list = params
+    if gaussian_critic:
+        slow = {id(p) for p in net.gaussian_parameters()}
+        groups = [{"params": [p for p in params if id(p) not in slow]},
+                  {"params": net.gaussian_parameters(), "lr": float(s["lr"]) * GAUSSIAN_LR_SCALE}]
+    optimizer = make_adam(groups, float(s["lr"])) if params else None
+    out = train_held_out(net, head, optimizer, x_tr, y_tr, x_te, y_te, steps=steps, batch=batch // block * block,
+                         block=block, eval_every=int(s["eval_every"]), patience=int(s["patience"]),
+                         min_steps=int(s["min_steps"]), seed=seed, start_is_candidate=bool(gaussian_critic),
+                         progress=progress)
+    if not math.isfinite(out.raw):
+        raise MibenchError(f"estimator {est_name!r} diverged at step {out.diverged_at} before any finite held-out "
+                           "value; try a smaller lr or another estimator")
+    return EstimateResult(
+        mi=max(out.raw, 0.0) * scale, units=base["units"], estimator=est_name, critic=critic, curve=out.curve * scale,
+        train_estimate=out.train_estimate * scale, n_train=n_train, n_test=n_test, diverged_at=out.diverged_at,
+        status=out.status, mi_stderr=out.stderr * scale, mi_raw=out.raw * scale, clipped=bool(out.raw < 0),
+        seconds=time.perf_counter() - t_start, n_parameters=n_parameters, best_step=out.best_step,
+        steps_run=out.steps_run, held_out_curve=np.array([(st, v * scale) for st, v, _ in out.held]).reshape(-1, 2),
+        settings=used)

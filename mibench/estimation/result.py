@@ -1,0 +1,35 @@
+"""The result of :func:`mibench.estimate`: the estimate, its standard error and a status."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+STATUSES = ("converged", "overfit", "still_increasing", "no_dependence_detected", "diverged", "train_only",
+            "deterministic", "not_assessed")
+
+
+@dataclass
+class EstimateResult:
+    mi: float                 # held-out estimate at the best checkpoint, >= 0 (see mi_raw), in `units`
+    units: str
+    estimator: str
+    critic: str
+    curve: np.ndarray         # per-step training estimates, in `units`
+    train_estimate: float     # mean of the last 10% of the training curve, in `units`
+    n_train: int
+    n_test: int
+    diverged_at: int | None   # first step with a non-finite estimate, if any
+    status: str = "converged"             # one of STATUSES (module docstring)
+    mi_stderr: float = float("nan")       # standard error of mi over held-out blocks, in `units`
+    mi_raw: float = float("nan")          # the held-out value before clipping at 0, in `units`
+    clipped: bool = False                 # mi_raw < 0 was reported as 0
+    seconds: float = 0.0                  # wall time of the call
+    n_parameters: int = 0                 # trainable parameters of critic + estimator head
+    best_step: int = 0                    # training step of the reported checkpoint
+    steps_run: int = 0                    # steps trained before early stopping / the budget
+    held_out_curve: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))  # (step, value) in `units`
+    settings: dict = field(default_factory=dict)  # the resolved training settings (defaults filled in)
+
+    def __float__(self) -> float:
+        return float(self.mi)

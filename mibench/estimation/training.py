@@ -1,0 +1,171 @@
+"""The held-out training loop behind :func:`mibench.estimate` for critic-bound estimators: train a
+critic on minibatches of the training pairs, evaluate the bound on the held-out pairs every
+``eval_every`` steps, keep the best critic state, stop early.
+
+A training batch of ``batch_size`` pairs is scored in blocks of ``block`` x ``block`` pairs: the
+diagonal pairs of a block are joint samples, its off-diagonal pairs stand in for the product of
+marginals (as in the streaming harness, where the block is the whole batch).  Held-out values are
+the bound averaged over blocks of up to :data:`EVAL_BLOCK` held-out pairs, with the spread over the
+blocks / sqrt(blocks) as the standard error.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+EVAL_BLOCK = 125      # held-out blocks have at most EVAL_BLOCK pairs
+
+
+@dataclass
+class TrainingOutcome:
+    """What :func:`train_held_out` returns; values in nats."""
+
+    raw: float                  # held-out value of the best checkpoint, re-read on reshuffled blocks
+    stderr: float
+    best_step: int
+    status: str                 # one of mibench.estimation.result.STATUSES
+    curve: np.ndarray           # training estimate per step (NaN after the last step run)
+    train_estimate: float       # mean of the last 10% of the training curve
+    diverged_at: int | None
+    steps_run: int
+    held: list = field(default_factory=list)   # (step, value, stderr) per evaluation
+
+
+def train_held_out(net, head, optimizer, x_tr, y_tr, x_te, y_te, *, steps: int, batch: int, block: int,
+                   eval_every: int, patience: int, min_steps: int, seed: int, start_is_candidate: bool,
+                   progress: bool = False) -> TrainingOutcome:
+    """Train ``net`` (a critic) with ``head`` (an estimator) and read the estimate on held-out pairs.
+
+    Parameters
+    ----------
+    net, head, optimizer : the critic, the estimator head, and the optimizer over their parameters
+        (``None`` when nothing trains).
+    x_tr, y_tr, x_te, y_te : training and held-out pairs, float32 tensors on one device; with no
+        held-out pairs (``x_te`` empty) the training tail is reported (status ``train_only``).
+    steps : the step budget; batch, block : pairs per step and the block size it is scored in
+        (``batch`` a multiple of ``block``).
+    eval_every, patience, min_steps : a held-out evaluation every ``eval_every`` steps; stop after
+        ``patience`` evaluations without a new best (0: never), but not before ``min_steps``.
+    seed : seeds the minibatch draws; ``seed + 1`` reshuffles the held-out blocks of the final readout.
+    start_is_candidate : evaluate the starting critic as the step-0 candidate (the Gaussian start).
+    """
+    dev = x_tr.device
+    n_train, n_test = x_tr.shape[0], x_te.shape[0]
+    gen = torch.Generator(device=dev).manual_seed(seed)
+    curve = np.full(steps, np.nan)
+    buf = torch.full((steps,), float("nan"), device=dev)
+    held: list[tuple[int, float, float]] = []
+    best = (-math.inf, 0.0, 0, None)               # (value, stderr, step, state)
+    diverged_at = None
+    since_best = 0
+    step = 0
+    stop = "budget"
+    if n_test and start_is_candidate:
+        v0, se0 = held_out_value(net, head, x_te, y_te, seed=None)
+        held.append((0, v0, se0))
+        if math.isfinite(v0):
+            best = (v0, se0, 0, copy.deepcopy(net.state_dict()))
+    for step in range(1, steps + 1):
+        idx = torch.randint(0, n_train, (batch,), generator=gen, device=dev)
+        xb, yb = x_tr[idx].view(-1, block, x_tr.shape[1]), y_tr[idx].view(-1, block, y_tr.shape[1])
+        net.train()
+        loss, value = _block_loss(head, net.block_scores(xb, yb))
+        buf[step - 1] = value
+        if not torch.isfinite(loss):
+            diverged_at = step - 1
+            stop = "diverged"
+            break
+        if optimizer is not None:
+            optimizer.zero_grad(set_to_none=True)
+            if loss.requires_grad:
+                loss.backward()
+            optimizer.step()
+        if n_test and (step % eval_every == 0 or step == steps):
+            v, se = held_out_value(net, head, x_te, y_te, seed=None)
+            held.append((step, v, se))
+            if progress:
+                print(f"step {step}: held-out {v:.4f} +- {se:.4f} nats", file=sys.stderr)
+            if math.isfinite(v) and v > best[0]:
+                best = (v, se, step, copy.deepcopy(net.state_dict()))
+                since_best = 0
+            else:
+                since_best += 1
+                if patience and since_best >= patience and step >= min_steps:
+                    stop = "patience"
+                    break
+    curve[:step] = buf[:step].double().cpu().numpy()
+    bad = np.flatnonzero(~np.isfinite(curve[:step]))
+    if bad.size and diverged_at is None:
+        diverged_at = int(bad[0])
+    tail = curve[max(0, step - max(1, step // 10)):step]
+    train_est = float(np.nanmean(tail)) if np.isfinite(tail).any() else float("nan")
+
+    if not n_test:
+        return TrainingOutcome(train_est, float("nan"), step, "train_only", curve, train_est, diverged_at, step, held)
+    if best[3] is not None:
+        net.load_state_dict(best[3])
+        # final readout of the chosen checkpoint on reshuffled held-out blocks (different negatives
+        # than the ones it was selected on, which damps the max-over-evaluations selection bias)
+        raw, se = held_out_value(net, head, x_te, y_te, seed=seed + 1)
+        best_step = best[2]
+    else:
+        raw, se, best_step = float("nan"), float("nan"), 0
+    status = _status(held, best, stop, diverged_at, raw, se)
+    return TrainingOutcome(raw, se, best_step, status, curve, train_est, diverged_at, step, held)
+
+
+def _status(held, best, stop, diverged_at, raw, se) -> str:
+    if diverged_at is not None and stop == "diverged":
+        return "diverged"
+    if stop == "budget" and len(held) >= 4 and best[2] > held[int(0.75 * len(held))][0]:
+        return "still_increasing"   # checked first: a value still rising at the budget's end may be low for that reason
+    if not math.isfinite(raw) or raw <= 2 * se:
+        return "no_dependence_detected"
+    last = held[-1][1] if held else raw
+    if math.isfinite(last) and best[0] - last > max(2 * best[1], 0.02):
+        return "overfit"
+    return "converged"
+
+
+def _block_loss(head, scores: torch.Tensor):
+    """(mean training loss, mean reported estimate) over the blocks: a ``batched`` head takes all
+    blocks at once (its bound reduces over the last two dimensions), others one block at a time."""
+    if head.batched:
+        loss, value = head(scores)
+        return loss.mean(), value.detach().mean()
+    losses, values = zip(*(head(scores[i]) for i in range(scores.shape[0])))
+    return torch.stack(losses).mean(), torch.stack([v.detach() for v in values]).mean()
+
+
+@torch.no_grad()
+def held_out_value(net, head, x, y, seed=None) -> tuple[float, float]:
+    """(mean, standard error) in nats of the estimator's reported bound over held-out blocks of up to
+    EVAL_BLOCK pairs (at least 4 blocks where the held-out part allows); ``seed`` reshuffles the
+    pairs into blocks first."""
+    n = x.shape[0]
+    b = max(2, min(EVAL_BLOCK, n // 4))
+    nb = n // b
+    if seed is not None:
+        idx = torch.randperm(n, generator=torch.Generator().manual_seed(seed)).to(x.device)
+        x, y = x[idx], y[idx]
+    xb, yb = x[:nb * b].view(nb, b, -1), y[:nb * b].view(nb, b, -1)
+    net.eval()
+    vals = []
+    chunk = max(1, 4_000_000 // (b * b * 64))   # bound the (G, b, b, hidden) activation memory
+    for i in range(0, nb, chunk):
+        sc = net.block_scores(xb[i:i + chunk], yb[i:i + chunk])
+        if head.batched:
+            vals.append(head.value(sc).reshape(-1))
+        else:
+            vals.append(torch.stack([head.value(sc[j]) for j in range(sc.shape[0])]))
+    net.train()
+    v = torch.cat(vals).double()
+    if not torch.isfinite(v).all():
+        return float("nan"), float("nan")
+    se = float(v.std() / math.sqrt(v.numel())) if v.numel() > 1 else float("nan")
+    return float(v.mean()), se

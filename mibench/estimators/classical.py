@@ -1,0 +1,315 @@
+"""Classical (non-neural) MI estimators: the one implementation of KSG, the Gaussian / CCA closed
+form and the plug-in histogram estimator in mibench.  The sample protocol registers them as
+black-box estimators (``ksg``, ``ksg-<k>``, ``gaussian``, ``histogram``, ``histogram-<bins>``); the
+disentanglement metrics' MI back-ends (:mod:`mibench.disentanglement.backends`) are thin adapters
+over the same kernels (clipping at 0, discrete factors).
+
+Kernels (arrays in, nats out, no Python loop over samples):
+
+* :func:`ksg_mi_continuous` -- Kraskov, Stögbauer & Grassberger (2004), *Estimating mutual
+  information*, Phys. Rev. E 69, 066138, estimator 1 (eq. 8); :func:`ksg_mi_discrete` -- Ross (2014)'s
+  k-NN variant for a discrete variable against a continuous one.
+* :func:`gaussian_mi_samples` -- ½ (log det Σ_x + log det Σ_y − log det Σ_xy) on sample covariances,
+  i.e. −½ Σ_i log(1 − ρ_i²) over the canonical correlations ρ_i (Hotelling 1936; Cover & Thomas
+  eq. 8.56 for the Gaussian entropies).
+* :func:`plugin_mi` on :func:`equal_width_bins` -- the plug-in estimator on equal-width bins (20 per
+  variable, as disentanglement_lib).
+
+Sample estimators (``kind = "black-box"``, ``n_parameters = 0``,
+``estimate(x (n, dx), y (n, dy), *, seed=0) -> nats``); unlike the back-ends they do **not** clip at 0,
+so a benchmark sees each estimator's real bias and variance:
+
+* ``ksg`` (``ksg-<k>``): Kraskov, Stögbauer & Grassberger (2004), *Estimating mutual information*,
+  Phys. Rev. E 69, 066138 — estimator 1 (eq. 8), k = 3, on standardised columns with 1e-10 jitter
+  (§II) seeded by ``seed``; no Python loop over samples.  Up to
+  :data:`KSG_BRUTE_ABOVE` joint dimensions: max-norm, k-d trees
+  (``scipy.spatial.cKDTree``); above (k-d trees degrade towards brute force with dimension):
+  Euclidean norms in x and y with the joint max of the two — valid for estimator 1, KSG 2004 §II —
+  by exact blocked GEMM in torch (vision at 64 x 64, 8,192 joint dimensions, n = 10,000: see
+  benchmarks/results/ksg.txt).  The search used is in ``last_info`` and in the sample run's
+  ``config.json`` (``estimator_info``).
+* ``gaussian``: the Gaussian closed form ½ (log det Σ_x + log det Σ_y − log det Σ_xy) on sample
+  covariances, i.e. −½ Σ_i log(1 − ρ_i²) over the canonical correlations ρ_i (Hotelling 1936;
+  Cover & Thomas eq. 8.56 for the Gaussian entropies).  Exact for jointly Gaussian data (up to
+  sampling bias ~ dx·dy/(2n)), the linear part of the dependence otherwise.  Degenerate directions
+  (constant pixels) are dropped; a deterministic linear relation gives ``inf``.
+* ``histogram`` (``histogram-<bins>``): plug-in MI on equal-width bins (20 per variable, as
+  disentanglement_lib); **one-dimensional x and y only** — anything else is refused with one line.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial import cKDTree
+from scipy.special import digamma
+
+from ..checks import as_2d, as_labels, check_same_rows
+from ..errors import MibenchError
+
+
+class ClassicalUnsupported(MibenchError):
+    """This classical estimator cannot handle this input (e.g. histogram on a multi-dimensional x)."""
+
+
+def _pair(x, y) -> tuple[np.ndarray, np.ndarray]:
+    x2, y2 = as_2d(x, "x"), as_2d(y, "y")
+    check_same_rows(x=x2, y=y2)
+    return np.asarray(x2, dtype=np.float64), np.asarray(y2, dtype=np.float64)
+
+
+def discrete_entropy(col: np.ndarray) -> float:
+    """Plug-in entropy H(y) in nats of a discrete column."""
+    _, counts = np.unique(col, return_counts=True)
+    p = counts / counts.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+def standardise(a: np.ndarray) -> np.ndarray:
+    sd = a.std(axis=0)
+    sd[sd == 0] = 1.0
+    return (a - a.mean(axis=0)) / sd
+
+
+def row_labels(y: np.ndarray) -> np.ndarray:
+    """One integer label per distinct row of a discrete (n, p) array."""
+    if y.shape[1] == 1:
+        return as_labels(y[:, 0])
+    return np.unique(y, axis=0, return_inverse=True)[1].ravel()
+
+
+# ---------------------------------------------------------------------------------------- histogram
+
+def equal_width_bins(x: np.ndarray, bins: int) -> np.ndarray:
+    """Bin labels 0..bins-1 of a 1-D array on ``bins`` equal-width bins spanning its range."""
+    edges = np.histogram_bin_edges(x, bins=bins)
+    return np.clip(np.digitize(x, edges[1:-1]), 0, bins - 1)
+
+
+def plugin_mi(a: np.ndarray, b: np.ndarray) -> float:
+    """Plug-in MI (nats) between two integer label arrays."""
+    a = as_labels(a)
+    b = as_labels(b)
+    joint = np.bincount(a * (b.max() + 1) + b, minlength=(a.max() + 1) * (b.max() + 1)).reshape(a.max() + 1, b.max() + 1)
+    p = joint / joint.sum()
+    pa = p.sum(1, keepdims=True)
+    pb = p.sum(0, keepdims=True)
+    nz = p > 0
+    return float((p[nz] * np.log(p[nz] / (pa @ pb)[nz])).sum())
+
+
+# ---------------------------------------------------------------------------------------------- ksg
+
+def _jitter(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Standardise and add 1e-10 noise to break ties (Kraskov et al. 2004, §II)."""
+    return standardise(a) + 1e-10 * rng.standard_normal(a.shape)
+
+
+#: joint dimension (dx + dz) above which :func:`ksg_mi_continuous` switches from max-norm k-d trees
+#: to the blocked brute-force torch path (k-d trees degrade towards brute force with dimension,
+#: with a Python-level overhead per visited node; measured at n = 10,000, one thread, seconds per
+#: estimate kdtree / brute: 12 joint dims 3.5-5.9 / 2.6-2.9, 16 dims 7.8-8.5 / 2.8-3.1, 20 dims
+#: 11-12 / 2.6-3.0: benchmarks/results/ksg.txt)
+KSG_BRUTE_ABOVE = 12
+#: memory bound of one row block of the brute-force path (bytes of one block x n distance matrix)
+KSG_BLOCK_BYTES = 64 * 2**20
+KSG_METHODS = ("auto", "kdtree", "brute")
+
+
+def ksg_method(dx: int, dz: int, method: str = "auto") -> str:
+    """The neighbour search :func:`ksg_mi_continuous` uses for these dimensions: ``kdtree`` or ``brute``."""
+    if method not in KSG_METHODS:
+        raise MibenchError(f"ksg method must be one of {', '.join(KSG_METHODS)}, got {method!r}")
+    if method == "auto":
+        return "brute" if dx + dz > KSG_BRUTE_ABOVE else "kdtree"
+    return method
+
+
+def ksg_describe(dx: int, dz: int, method: str = "auto", k: int = 3) -> str:
+    """One line saying how :func:`ksg_mi_continuous` runs for these dimensions (for run records)."""
+    m = ksg_method(dx, dz, method)
+    why = f"joint dimension {dx + dz} {'>' if m == 'brute' else '<='} {KSG_BRUTE_ABOVE}" if method == "auto" \
+        else "method chosen explicitly"
+    if m == "kdtree":
+        return f"KSG estimator 1, k = {k}: max-norm in x, y and joint, exact k-d tree search ({why})"
+    return (f"KSG estimator 1, k = {k}: Euclidean norms in x and y, joint max of the two (KSG 2004 §II), "
+            f"exact blocked brute-force search in torch float64 ({why})")
+
+
+def ksg_mi_continuous(x: np.ndarray, z: np.ndarray, k: int = 3, seed: int = 0, method: str = "auto") -> float:
+    """KSG estimator 1: ψ(k) + ψ(N) − <ψ(n_x + 1) + ψ(n_z + 1)>, vectorised.
+
+    Columns are standardised and jittered by 1e-10 (Kraskov, Stögbauer & Grassberger 2004, §II).
+    ``method`` (:func:`ksg_method`; ``auto`` picks by the joint dimension, threshold
+    :data:`KSG_BRUTE_ABOVE`):
+
+    * ``kdtree``: max-norm in x, z and the joint space, k-d trees (``scipy.spatial.cKDTree``);
+      exact, fast in low dimensions.
+    * ``brute``: Euclidean norm in each marginal space and the max of the two as the joint norm,
+      all pairwise distances by GEMM in row blocks (bounded memory, :data:`KSG_BLOCK_BYTES`) in
+      torch float64.  Estimator 1 stays valid: Kraskov et al. (2004) §II (after eq. 8) note that
+      any norms may be used in the x and z spaces as long as the joint distance is the max of the
+      two, since only the counts n_x, n_z of points strictly inside the k-th joint neighbour's
+      distance ε_i/2 are used.  The value differs from ``kdtree``'s by the finite-sample bias
+      of the different norm only.  Cost O(n² (dx + dz)) flops, no per-sample Python.
+    """
+    n = x.shape[0]
+    if n <= k:
+        raise MibenchError(f"ksg with k = {k} needs more than {k} samples, got {n}")
+    how = ksg_method(x.shape[1], z.shape[1], method)
+    rng = np.random.default_rng(seed)
+    x = _jitter(x, rng)
+    z = _jitter(z, rng)
+    if how == "brute":
+        nx, nz = _ksg_counts_brute(x, z, k)
+    else:
+        joint = np.hstack([x, z])
+        dist, _ = cKDTree(joint).query(joint, k=k + 1, p=np.inf)
+        radius = np.nextafter(dist[:, -1], 0)  # strictly closer than the k-th joint neighbour
+        nx = cKDTree(x).query_ball_point(x, radius, p=np.inf, return_length=True) - 1
+        nz = cKDTree(z).query_ball_point(z, radius, p=np.inf, return_length=True) - 1
+    return float(digamma(k) + digamma(n) - np.mean(digamma(nx + 1) + digamma(nz + 1)))
+
+
+def _ksg_counts_brute(x: np.ndarray, z: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(n_x, n_z) of KSG estimator 1 with Euclidean marginal norms and the joint max-norm of the
+    two: per row block, squared distances by GEMM (||a||² + ||b||² − 2 a·b, clamped at 0, the
+    self-distance set exactly), the k-th smallest joint distance ε_i (self excluded), and the
+    points strictly closer than ε_i in each marginal (self excluded)."""
+    import torch
+
+    n = x.shape[0]
+    X = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))
+    Z = torch.from_numpy(np.ascontiguousarray(z, dtype=np.float64))
+    sx, sz = (X * X).sum(1), (Z * Z).sum(1)
+    nx = torch.empty(n, dtype=torch.int64)
+    nz = torch.empty(n, dtype=torch.int64)
+    rows = max(1, min(n, KSG_BLOCK_BYTES // (8 * n)))
+    inf = float("inf")
+    with torch.no_grad():
+        for s in range(0, n, rows):
+            e = min(n, s + rows)
+            r = torch.arange(e - s)
+            c = torch.arange(s, e)
+            dx = torch.addmm(sx[s:e, None] + sx[None, :], X[s:e], X.T, alpha=-2.0).clamp_min_(0.0)
+            dz = torch.addmm(sz[s:e, None] + sz[None, :], Z[s:e], Z.T, alpha=-2.0).clamp_min_(0.0)
+            dx[r, c] = inf      # self excluded from the neighbours and the counts
+            dz[r, c] = inf
+            eps = torch.maximum(dx, dz).kthvalue(k, dim=1).values
+            nx[s:e] = (dx < eps[:, None]).sum(1)
+            nz[s:e] = (dz < eps[:, None]).sum(1)
+    return nx.numpy(), nz.numpy()
+
+
+def ksg_mi_discrete(labels: np.ndarray, z: np.ndarray, k: int = 3, seed: int = 0) -> float:
+    """Ross (2014) k-NN MI between a discrete label and a continuous vector.
+
+    I = ψ(N) − <ψ(N_c)> + <ψ(k_i)> − <ψ(m_i)>: k_i = min(k, N_c − 1) neighbours within the point's
+    class give a radius d_i; m_i counts all points within d_i.  Classes with one sample are dropped.
+    """
+    rng = np.random.default_rng(seed)
+    z = _jitter(z, rng)
+    classes, counts = np.unique(labels, return_counts=True)
+    keep = np.isin(labels, classes[counts > 1])
+    if keep.sum() <= k:
+        raise ClassicalUnsupported("ksg: every class of the discrete factor has a single sample")
+    labels, z = labels[keep], z[keep]
+    n = labels.size
+    radius = np.empty(n)
+    k_i = np.empty(n)
+    n_c = np.empty(n)
+    for c in np.unique(labels):  # loop over classes, not samples
+        idx = np.flatnonzero(labels == c)
+        kc = min(k, idx.size - 1)
+        dist, _ = cKDTree(z[idx]).query(z[idx], k=kc + 1, p=np.inf)
+        radius[idx] = dist[:, -1]
+        k_i[idx] = kc
+        n_c[idx] = idx.size
+    m = cKDTree(z).query_ball_point(z, radius, p=np.inf, return_length=True) - 1
+    return float(digamma(n) - np.mean(digamma(n_c)) + np.mean(digamma(k_i)) - np.mean(digamma(m)))
+
+
+# ----------------------------------------------------------------------------------------- gaussian
+
+def one_hot(labels: np.ndarray) -> np.ndarray:
+    """One-hot encoding without the last class (so the covariance is not singular)."""
+    labels = as_labels(labels)
+    return np.eye(labels.max() + 1)[labels][:, :-1]
+
+
+def _principal_part(a: np.ndarray, rtol: float = 1e-10) -> np.ndarray:
+    """``a`` itself when its sample covariance has full rank; otherwise ``a`` projected onto the
+    eigen-directions with variance > rtol × the largest (constant pixels, duplicated columns).
+    Degenerate directions carry no Gaussian information; without this the log-det formula divides
+    0 by 0 (returned inf before)."""
+    if a.shape[1] == 0:
+        return a
+    centred = a - a.mean(axis=0)
+    evals, evecs = np.linalg.eigh(np.atleast_2d(np.cov(centred, rowvar=False)))
+    keep = evals > rtol * max(float(evals.max()), 0.0)
+    return a if keep.all() else centred @ evecs[:, keep]
+
+
+def gaussian_mi_samples(a: np.ndarray, b: np.ndarray) -> float:
+    """½ (log det Σ_a + log det Σ_b − log det Σ_ab) from sample covariances (nats); each side is
+    first restricted to its non-degenerate principal subspace (:func:`_principal_part`)."""
+    a, b = _principal_part(a), _principal_part(b)
+    cov = np.cov(np.hstack([a, b]), rowvar=False).reshape(a.shape[1] + b.shape[1], -1)
+    da = a.shape[1]
+    _, ld_a = np.linalg.slogdet(cov[:da, :da])
+    _, ld_b = np.linalg.slogdet(cov[da:, da:])
+    sign, ld = np.linalg.slogdet(cov)
+    if sign <= 0:
+        return float("inf")  # a deterministic linear relation: infinite Gaussian MI
+    return float(max(0.0, 0.5 * (ld_a + ld_b - ld)))
+
+
+# -------------------------------------------------------------------------------- sample estimators
+
+class KSG:
+    """Kraskov et al. (2004) estimator 1 (see module docstring)."""
+
+    kind = "black-box"
+    n_parameters = 0
+
+    def __init__(self, k: int = 3):
+        if int(k) != k or k < 1:
+            raise MibenchError(f"ksg needs an integer k >= 1, got {k}")
+        self.k = int(k)
+        self.name = "ksg" if self.k == 3 else f"ksg-{self.k}"
+        self.last_info = ""
+
+    def estimate(self, x, y, *, seed: int = 0) -> float:
+        x, y = _pair(x, y)
+        self.last_info = ksg_describe(x.shape[1], y.shape[1], k=self.k)
+        return float(ksg_mi_continuous(x, y, k=self.k, seed=seed))
+
+
+class GaussianCCA:
+    """Gaussian / canonical-correlation closed form on sample covariances (see module docstring)."""
+
+    kind = "black-box"
+    n_parameters = 0
+    name = "gaussian"
+
+    def estimate(self, x, y, *, seed: int = 0) -> float:
+        x, y = _pair(x, y)
+        return float(gaussian_mi_samples(x, y))
+
+
+class Histogram:
+    """Plug-in MI on equal-width bins, one-dimensional x and y (see module docstring)."""
+
+    kind = "black-box"
+    n_parameters = 0
+
+    def __init__(self, bins: int = 20):
+        if int(bins) != bins or bins < 2:
+            raise MibenchError(f"histogram needs an integer number of bins >= 2, got {bins}")
+        self.bins = int(bins)
+        self.name = "histogram" if self.bins == 20 else f"histogram-{self.bins}"
+
+    def estimate(self, x, y, *, seed: int = 0) -> float:
+        x, y = _pair(x, y)
+        if x.shape[1] != 1 or y.shape[1] != 1:
+            raise MibenchError(f"{self.name} bins one variable against one: x has {x.shape[1]} and y "
+                               f"{y.shape[1]} dimensions (use ksg, gaussian or a neural estimator)")
+        return float(plugin_mi(equal_width_bins(x[:, 0], self.bins), equal_width_bins(y[:, 0], self.bins)))

@@ -1,0 +1,36 @@
+"""The task registry: ``TASKS`` maps names to factories ``f(device=..., **params)``; :func:`make_task`
+builds one (task modules register themselves by importing ``TASKS`` from here)."""
+from __future__ import annotations
+
+from ..errors import MibenchError
+from ..registry import Registry
+
+TASKS: Registry = Registry("task")
+
+
+def make_task(name: str, device="cpu", **params):
+    """Build a task by registry name; unknown parameters are refused with one line.
+
+    Parameters
+    ----------
+    name : a registered task name (``mibench list``) or a pattern such as ``features:FILE.npz``.
+    device : the torch device the task samples on.
+    **params : the task's parameters; ``transform`` / ``layer`` wrap the task in an encoder
+        (:mod:`mibench.tasks.transformed`).
+    """
+    import inspect
+
+    transform, layer = params.pop("transform", None), params.pop("layer", None)
+    if transform is not None or layer is not None:
+        from .transformed import check_transform, wrap
+
+        check_transform(transform, layer)  # bad names fail before any data is loaded
+    entry = TASKS.get(name)
+    factory = entry.obj
+    accepted = inspect.signature(factory).parameters
+    for key in params:
+        if key not in accepted:
+            ok = sorted(k for k in accepted if k != "device")
+            raise MibenchError(f"task {entry.name!r} does not take {key!r}; it takes: {', '.join(ok) or 'nothing'}")
+    task = factory(device=device, **params)
+    return task if transform is None and layer is None else wrap(task, transform, layer)
