@@ -23,8 +23,8 @@ protocol (``sample(batch_size, mi_bits, generator)`` at a requested level) such 
 exactly that level: ``max_mi_bits`` is its MI (so a run asking for more is refused before anything
 runs) and ``sample`` refuses any other level in one line.  Both protocols work at its level::
 
-    mibench run --task 1v1-normal-0.75 --n 5000 --mi 0.596317769786 --estimator ksg
-    mibench run --task 1v1-normal-0.75 --steps 2000 --mi 0.596317769786
+    mibench run --task 1v1-normal-0.75 --n 5000 --mi 0.596322538971 --estimator ksg
+    mibench run --task 1v1-normal-0.75 --steps 2000 --mi 0.596322538971
 
 ``mibench list`` prints every task's MI in bits with 12 significant digits (what ``--mi`` takes);
 the preset configs carry the exact values.
@@ -150,3 +150,22 @@ class FixedMITask:
         if self.params:
             out["params"] = self.params
         return out
+
+
+def task_list_lines() -> list[str]:
+    """``mibench list``'s task section: tasks outside any catalogue and the name patterns first (as
+    before), then one block per catalogue with its tasks' one-line descriptions."""
+    from .registry import TASKS
+
+    members = {n.lower() for names in CATALOGUES.values() for n in names if n not in LEE_RHEE_TASKS}
+    entries = {e.name.lower(): e for e in TASKS}
+    lines = [f"  {e.name:<12} {e.description}" for e in TASKS if e.name.lower() not in members]
+    lines += [f"  {h}" for h in TASKS.patterns_help()]
+    for cat, names in CATALOGUES.items():
+        lines.append(f"catalogue {cat}: {CATALOGUE_DESCRIPTIONS[cat]} ({len(names)} tasks; "
+                     f"mibench sweep --preset {cat})")
+        width = max(len(n) for n in names) + 1
+        for n in names:
+            e = entries.get(n.lower())
+            lines.append(f"  {n:<{width}} {e.description if e and cat != 'lee-rhee' else '(listed above)'}")
+    return lines
