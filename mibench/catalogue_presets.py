@@ -3,7 +3,7 @@
 dataset, one estimate per estimator, dataset and seed):
 
 * ``bmi-v1``: the 40 BMI v1 tasks, each at its own MI; full = BMI's protocol (its workflow
-  ``benchmark/v1``: n = 5,000, seeds 0-9); quick = 3 seeds.
+  ``benchmark/v1``: n = 5,000, seeds 0-9); quick = 2 seeds.
 * ``bmi-v2``: BMI's v2 list (Bend-and-Mix mixtures and the v1 tasks it keeps); full = its workflow
   (n = 5,000, seeds 0-2); quick = the mixtures alone, 2 seeds.
 * ``mutinfo-images``: mutinfo's image tasks at its MI grid (0.1, 1, 2.5, 5, 7.5, 10 nats; 16 x 16
@@ -45,7 +45,7 @@ def _fixed(names: list[str]) -> list[dict]:
 def _bmi_v1(form: str) -> dict:
     from .tasks.catalogue import catalogue_tasks
 
-    seeds = list(range(10)) if form == "full" else [0, 1, 2]
+    seeds = list(range(10)) if form == "full" else [0, 1]
     return {"tasks": _fixed(catalogue_tasks("bmi-v1")), "n": 5000, "seeds": seeds,
             "estimators": FULL_EST if form == "full" else QUICK_EST}
 
