@@ -1,6 +1,6 @@
-"""``mibench.evaluate(my_estimator, suite=...)``: the researcher's loop (issue 12).
+"""``mibench.evaluate(my_estimator, suite=...)``: the researcher's loop.
 
-Runs a standard suite under the sample protocol (:mod:`mibench.sample_protocol`) with your
+Runs a standard suite under the sample protocol (:mod:`mibench.protocols.sample_run`) with your
 estimator only, then ranks it next to the committed baselines in ``results/sample_leaderboard/``
 (built-in neural, baseline and generative estimators on the *same* datasets: the suite's task, n,
 MI levels and seeds are the committed ones, and datasets depend only on (task, n, seed, level)).
@@ -13,6 +13,7 @@ Suites (see :data:`SUITES`): ``quick`` = the Gaussian setup (about a minute for 
 """
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from pathlib import Path
 
@@ -60,7 +61,8 @@ def evaluate(my_estimator, suite: str = "quick", *, name: str | None = None, bas
     from .estimators import ESTIMATORS
     from .leaderboard import build
     from .plugins import register_estimator
-    from .sample_protocol import SampleConfig, run_sample
+    from .protocols.sample_run import SampleConfig, prepare, run_sample
+    from .records import claim, find_run_dirs
 
     if suite not in SUITES:
         raise MibenchError(f"unknown suite {suite!r}; choose from: {', '.join(SUITES)}")
@@ -69,7 +71,7 @@ def evaluate(my_estimator, suite: str = "quick", *, name: str | None = None, bas
     else:
         est_name = register_estimator(name or _name_of(my_estimator), my_estimator, replace=True)
     base = Path(baselines) if baselines is not None else baseline_dir()
-    if not base.is_dir() or not any(base.rglob("sample_estimates.csv")):
+    if not base.is_dir() or not find_run_dirs([base])[0]:
         raise MibenchError(f"no baseline runs found under {base}: make them with the commands in "
                            "results/sample_leaderboard/README.md, or pass baselines=DIR")
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="mibench-evaluate-"))
@@ -81,7 +83,10 @@ def evaluate(my_estimator, suite: str = "quick", *, name: str | None = None, bas
                            estimate_kwargs=dict(COMMON["estimate_kwargs"]),
                            seeds=list(seeds) if seeds is not None else COMMON["seeds"], timeout=timeout, device="cpu")
         d = out_dir / f"{setup}_{est_name.replace(':', '-').replace('/', '-')}"
-        run_sample(cfg, out_dir=d, progress=progress, plot=False)
+        prepared = prepare(cfg)
+        c = claim(d, dataclasses.asdict(prepared[0]), resume=True)   # the same run again: kept or continued
+        if c.mode != "complete":
+            run_sample(prepared, d, progress=progress, plot=False, resume=c.mode == "resume")
         run_dirs.append(d)
     board, _ = build([base, *run_dirs])
     mine = board[board["estimator"] == est_name]

@@ -1,132 +1,17 @@
-"""Estimator plug-ins without editing mibench (issue 12).  Three routes, one registry:
-
-* ``--estimator package.module:Name`` (run, sweep, ``mibench.estimate``-free sample protocol):
-  ``Name`` is imported from ``package.module`` (dotted attributes allowed, ``pkg.mod:Class.attr``).
-  It may be a sample-estimator class or object (``kind``, ``estimate(x, y, *, seed=0) -> nats``,
-  ``n_parameters``), a plain function ``f(x, y) -> nats``, a zero-argument factory, or a
-  :class:`mibench.estimators.Estimator` critic head (class).  The spec itself is the estimator's
-  name in results, so a sweep worker (local process or Dask) resolves it again by import.
-* the ``mibench.estimators`` **entry-point group** (``importlib.metadata``): an installed package
-  declares ``[project.entry-points."mibench.estimators"] my-est = "my_pkg.module:MyEstimator"``
-  and ``--estimator my-est`` finds it (entry points are read on the first unknown name, not on import).
-* :func:`register_estimator` ``(name, obj, description=...)`` at run time (Python API / notebooks).
-  In-process registrations reach sweep workers as pickled specs (see :func:`registrations` and
-  :func:`install_registrations`, called by the sweep's worker entry points).
-
-Errors are one line (:class:`mibench.errors.MibenchError`): unknown module, missing attribute, an
-object that is not an estimator.
+"""Estimators registered at run time: :func:`register_estimator` (Python API, notebooks).  In-process
+registrations reach sweep and estimate workers (:func:`registrations` / :func:`install_registrations`,
+sent by :mod:`mibench.workers`).  The other two plug-in routes -- ``package.module:Name`` and the
+``mibench.estimators`` entry-point group -- are resolved by name in
+:mod:`mibench.estimators.plugins`.
 """
 from __future__ import annotations
 
-import importlib
-import re
-from functools import lru_cache
-
 from .errors import MibenchError
-from .registry import Entry
-
-ENTRY_POINT_GROUP = "mibench.estimators"
-
-_SPEC = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
+from .estimators.plugins import entry_for
+from .estimators.registry import ESTIMATORS
 
 #: estimators added by register_estimator in this process: name -> (description, obj)
 _REGISTERED: dict[str, tuple[str, object]] = {}
-
-
-def is_module_spec(text: str) -> bool:
-    return _SPEC.fullmatch(str(text).strip()) is not None
-
-
-def load_object(spec: str):
-    """Import ``package.module:Name`` and return the object (one-line errors)."""
-    m = _SPEC.fullmatch(str(spec).strip())
-    if m is None:
-        raise MibenchError(f"plug-in {spec!r} is not of the form package.module:Name")
-    module_name, attr_path = m.group(1), m.group(2)
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        missing = e.name or module_name
-        raise MibenchError(f"plug-in {spec!r}: module {missing!r} not found (is it installed or on PYTHONPATH?)") from None
-    except MibenchError:
-        raise
-    except Exception as e:  # the plug-in's own import failed
-        raise MibenchError(f"plug-in {spec!r}: importing {module_name!r} failed: {type(e).__name__}: {e}") from None
-    obj = module
-    for part in attr_path.split("."):
-        if not hasattr(obj, part):
-            raise MibenchError(f"plug-in {spec!r}: module {module_name!r} has no attribute {attr_path!r}")
-        obj = getattr(obj, part)
-    return obj
-
-
-def _describe(obj, fallback: str) -> str:
-    doc = (getattr(obj, "__doc__", None) or "").strip().splitlines()
-    return doc[0] if doc and doc[0] else fallback
-
-
-def _entry(name: str, obj, description: str | None, origin: str) -> Entry:
-    from .estimators.protocols import factory_for, kind_of
-
-    factory = factory_for(obj, name)
-    try:
-        kind = kind_of(factory())
-    except MibenchError:
-        raise
-    except Exception as e:  # the plug-in's constructor failed
-        raise MibenchError(f"plug-in {name!r} could not be built: {type(e).__name__}: {e}") from None
-    desc = description or _describe(obj, "plug-in estimator")
-    return Entry(name, f"{kind} plug-in ({origin}): {desc}", factory)
-
-
-@lru_cache(maxsize=None)
-def module_entry(spec: str) -> Entry:
-    """Registry entry for ``package.module:Name`` (cached per process)."""
-    spec = str(spec).strip()
-    return _entry(spec, load_object(spec), None, spec)
-
-
-def _entry_points():
-    from importlib.metadata import entry_points
-
-    try:
-        return list(entry_points(group=ENTRY_POINT_GROUP))
-    except Exception:  # a broken distribution's metadata must not break mibench
-        return []
-
-
-def entry_point_names() -> list[str]:
-    return sorted({ep.name for ep in _entry_points()})
-
-
-_EP_CACHE: dict[str, Entry] = {}
-
-
-def _entry_point_entry_cached(name: str) -> Entry | None:
-    """Entry points are re-read on every miss (a package installed meanwhile is found); a found
-    entry is cached for the process."""
-    if name.lower() in _EP_CACHE:
-        return _EP_CACHE[name.lower()]
-    for ep in _entry_points():
-        if ep.name.lower() == name.lower():
-            try:
-                obj = ep.load()
-            except ModuleNotFoundError as e:
-                raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}): module {e.name!r} not found") from None
-            except AttributeError as e:
-                raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}): {e}") from None
-            except Exception as e:
-                raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}) failed to load: "
-                                   f"{type(e).__name__}: {e}") from None
-            entry = _entry(ep.name, obj, None, f"entry point {ep.value}")
-            _EP_CACHE[name.lower()] = entry
-            return entry
-    return None
-
-
-def entry_point_entry(name: str) -> Entry | None:
-    """Registry entry for an installed ``mibench.estimators`` entry point named ``name``, or None."""
-    return _entry_point_entry_cached(str(name).strip())
 
 
 def register_estimator(name: str, obj, description: str | None = None, *, replace: bool = False) -> str:
@@ -136,20 +21,15 @@ def register_estimator(name: str, obj, description: str | None = None, *, replac
     ``n_parameters``), a function ``f(x, y) -> nats``, a zero-argument factory, or a critic-head
     class (:class:`mibench.estimators.Estimator` subclass).  Returns the registered name.
     """
-    from .estimators import ESTIMATORS
-
     name = str(name).strip()
     if not name or "," in name:
         raise MibenchError(f"estimator name {name!r} must be non-empty and contain no comma")
-    entry = _entry(name, obj, description, "register_estimator")
-    key = name.lower()
-    if key in ESTIMATORS._aliases:
+    entry = entry_for(name, obj, description, "register_estimator")
+    if ESTIMATORS.is_alias(name):
         raise MibenchError(f"{name!r} is an alias of a built-in estimator; choose another name")
-    if key in ESTIMATORS._entries:
-        if not (replace or key in {k.lower() for k in _REGISTERED}):
-            raise MibenchError(f"estimator {name!r} is already registered (pass replace=True to replace it)")
-        del ESTIMATORS._entries[key]
-    ESTIMATORS.add(name, entry.description, entry.obj)
+    if ESTIMATORS.has_entry(name) and not (replace or name.lower() in {k.lower() for k in _REGISTERED}):
+        raise MibenchError(f"estimator {name!r} is already registered (pass replace=True to replace it)")
+    ESTIMATORS.replace(name, entry.description, entry.obj)
     _REGISTERED[name] = (description, obj)
     return name
 

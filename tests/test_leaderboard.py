@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from mibench.cli import main
-from mibench.leaderboard import COLUMNS, build, compare, read_leaderboard, write_all
+from mibench.gate import compare
+from mibench.leaderboard import COLUMNS, build, read_leaderboard, write_all
 from mibench.testing import assert_no_regression, write_fake_run
 
 T_975_DF2 = 4.302652729911275   # Student t quantile, 97.5%, 2 degrees of freedom
