@@ -7,6 +7,10 @@ MI levels and seeds are the committed ones, and datasets depend only on (task, n
 
 ``my_estimator``: a registered name or ``package.module:Name``, a sample estimator object / class
 (``kind``, ``estimate(x, y, *, seed=0) -> nats``, ``n_parameters``), or a function ``f(x, y) -> nats``.
+Its name in the results: ``name=`` when given, else the object's own ``name`` attribute, else its
+class or function name *qualified by its module* (``my_pkg.estimators.CCA``; ``user.CCA`` for one
+defined in a script, notebook or ``python -c``), so that a class called ``CCA`` or a function
+called ``gaussian`` never collides with a built-in estimator or alias.
 
 Suites (see :data:`SUITES`): ``quick`` = the Gaussian setup (about a minute for a fast estimator);
 ``paper`` = Gaussian, vision and text.
@@ -39,12 +43,21 @@ def baseline_dir() -> Path:
     return Path(env) if env else Path(__file__).resolve().parent.parent / "results" / "sample_leaderboard"
 
 
+#: module qualifier of names derived from objects defined in a script, notebook or ``python -c``
+SCRIPT_QUALIFIER = "user"
+
+
 def _name_of(obj) -> str:
-    for attr in ("name", "__name__"):
-        v = getattr(obj, attr, None)
-        if isinstance(v, str) and v:
-            return v
-    return type(obj).__name__
+    """The results name of a user's estimator: its own ``name`` attribute, else ``module.Name`` of
+    its class or function (``user.Name`` when defined in ``__main__``)."""
+    own = getattr(obj, "name", None)
+    if isinstance(own, str) and own.strip():
+        return own.strip()
+    target = obj if isinstance(obj, type) or isinstance(getattr(obj, "__name__", None), str) else type(obj)
+    module = getattr(target, "__module__", None) or ""
+    if module in ("", "__main__") or module.startswith("<"):
+        module = SCRIPT_QUALIFIER
+    return f"{module}.{target.__name__}"
 
 
 def evaluate(my_estimator, suite: str = "quick", *, name: str | None = None, baselines=None, out=None,

@@ -102,6 +102,20 @@ def entry_point_names() -> list[str]:
 _EP_CACHE: dict[str, Entry] = {}
 
 
+def _load_entry_point(ep) -> Entry:
+    """Import one entry point and build its registry entry (one-line errors)."""
+    try:
+        obj = ep.load()
+    except ModuleNotFoundError as e:
+        raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}): module {e.name!r} not found") from None
+    except AttributeError as e:
+        raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}): {e}") from None
+    except Exception as e:
+        raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}) failed to load: "
+                           f"{type(e).__name__}: {e}") from None
+    return _entry(ep.name, obj, None, f"entry point {ep.value}")
+
+
 def _entry_point_entry_cached(name: str) -> Entry | None:
     """Entry points are re-read on every miss (a package installed meanwhile is found); a found
     entry is cached for the process."""
@@ -109,16 +123,7 @@ def _entry_point_entry_cached(name: str) -> Entry | None:
         return _EP_CACHE[name.lower()]
     for ep in _entry_points():
         if ep.name.lower() == name.lower():
-            try:
-                obj = ep.load()
-            except ModuleNotFoundError as e:
-                raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}): module {e.name!r} not found") from None
-            except AttributeError as e:
-                raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}): {e}") from None
-            except Exception as e:
-                raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}) failed to load: "
-                                   f"{type(e).__name__}: {e}") from None
-            entry = _entry(ep.name, obj, None, f"entry point {ep.value}")
+            entry = _load_entry_point(ep)
             _EP_CACHE[name.lower()] = entry
             return entry
     return None
@@ -129,12 +134,71 @@ def entry_point_entry(name: str) -> Entry | None:
     return _entry_point_entry_cached(str(name).strip())
 
 
+def _source(ep) -> str:
+    """``distribution version`` of the package that declares an entry point."""
+    dist = getattr(ep, "dist", None)
+    try:
+        return f"{dist.name} {dist.version}" if dist is not None else "unknown package"
+    except Exception:  # unreadable metadata
+        return "unknown package"
+
+
+def _builtin(name: str) -> bool:
+    from .estimators import ESTIMATORS
+
+    key = name.strip().lower()
+    return (key in ESTIMATORS._aliases or (key in ESTIMATORS._entries and key not in {k.lower() for k in _REGISTERED})
+            or any(rx.fullmatch(name.strip()) for rx, _, _ in ESTIMATORS._patterns))
+
+
+def installed_plugins() -> list[dict]:
+    """The installed ``mibench.estimators`` entry points, each loaded: one dict per entry point
+    with ``name``, ``value`` (``module:attr``), ``source`` (distribution and version), ``kind``
+    (``critic`` / ``black-box`` / ``generative``; None when it failed to load), ``error`` (one line,
+    or None) and ``shadowed`` (a built-in estimator has the same name, so ``--estimator NAME`` runs
+    the built-in: run the plug-in by its ``value``).  One that fails to load does not stop the rest."""
+    from .estimators.protocols import kind_of
+
+    rows = []
+    for ep in sorted(_entry_points(), key=lambda e: (e.name.lower(), e.value)):
+        row = {"name": ep.name, "value": ep.value, "source": _source(ep), "kind": None, "error": None,
+               "shadowed": _builtin(ep.name)}
+        try:
+            row["kind"] = kind_of(_load_entry_point(ep).obj())
+        except (Exception, SystemExit) as e:   # a broken plug-in is one line, never the end of the list
+            msg = str(e) if isinstance(e, MibenchError) else f"{type(e).__name__}: {e}"
+            row["error"] = " ".join(msg.split()) or type(e).__name__
+        rows.append(row)
+    return rows
+
+
+def plugin_lines() -> list[str]:
+    """``mibench list``'s plug-ins section (lines)."""
+    rows = installed_plugins()
+    lines = [f"plug-ins (installed packages, entry-point group {ENTRY_POINT_GROUP}):"]
+    if not rows:
+        return lines + [f"  none installed (a package declares one under [project.entry-points.\"{ENTRY_POINT_GROUP}\"])"]
+    width = max(12, *(len(r["name"]) for r in rows))
+    for r in rows:
+        where = f"from {r['source']} ({r['value']})"
+        if r["error"]:
+            lines.append(f"  {r['name']:<{width}} failed to load: {r['error']} [{where}]")
+            continue
+        note = f"; shadowed by the built-in {r['name']!r}: run it as --estimator {r['value']}" if r["shadowed"] else ""
+        lines.append(f"  {r['name']:<{width}} {r['kind']:<10} {where}{note}")
+    return lines
+
+
 def register_estimator(name: str, obj, description: str | None = None, *, replace: bool = False) -> str:
     """Register an estimator under ``name`` for this process (and the sweep workers it starts).
 
     ``obj``: a sample estimator class or object (``kind``, ``estimate(x, y, *, seed=0) -> nats``,
     ``n_parameters``), a function ``f(x, y) -> nats``, a zero-argument factory, or a critic-head
     class (:class:`mibench.estimators.Estimator` subclass).  Returns the registered name.
+
+    ``name`` must not be a built-in estimator, alias or family member (``cca``, ``smile-3``): a
+    one-line error says so (qualify it: ``my_pkg.CCA``).  A name registered earlier in this process
+    is replaced (re-running a notebook cell); ``replace`` is accepted for compatibility.
     """
     from .estimators import ESTIMATORS
 
@@ -144,11 +208,19 @@ def register_estimator(name: str, obj, description: str | None = None, *, replac
     entry = _entry(name, obj, description, "register_estimator")
     key = name.lower()
     if key in ESTIMATORS._aliases:
-        raise MibenchError(f"{name!r} is an alias of a built-in estimator; choose another name")
+        raise MibenchError(f"{name!r} is an alias of a built-in estimator; choose another name "
+                           f"(e.g. a qualified one: 'my_pkg.{name}')")
+    family = next((h for rx, h, _ in ESTIMATORS._patterns if rx.fullmatch(name)), None)
+    if family is not None:
+        raise MibenchError(f"{name!r} is a built-in estimator ({family}); choose another name "
+                           f"(e.g. a qualified one: 'my_pkg.{name}')")
     if key in ESTIMATORS._entries:
-        if not (replace or key in {k.lower() for k in _REGISTERED}):
-            raise MibenchError(f"estimator {name!r} is already registered (pass replace=True to replace it)")
+        # a built-in is never replaced; a name registered here before is (a notebook cell run twice)
+        if key not in {k.lower() for k in _REGISTERED}:
+            raise MibenchError(f"{name!r} is a built-in estimator; choose another name (e.g. 'my_pkg.{name}')")
         del ESTIMATORS._entries[key]
+        for k in [k for k in _REGISTERED if k.lower() == key]:
+            del _REGISTERED[k]
     ESTIMATORS.add(name, entry.description, entry.obj)
     _REGISTERED[name] = (description, obj)
     return name
