@@ -19,6 +19,7 @@ SUBCOMMAND_MODULES = [
     "mibench.sweep_cli",            # sweep, leaderboard, compare, plot
     "mibench.validate_cli",         # validate
     "mibench.encoders_cli",         # encoders (list, train-resnet, check, layer-study)
+    "mibench.report.cli",           # report
 ]
 
 #: every subcommand: (module whose ``register_cli`` builds its parser, the one-line help that
@@ -37,6 +38,9 @@ COMMANDS = {
     "validate": ("mibench.validate_cli",
                  "validate disentanglement metrics' MI back-ends against the analytic Gaussian toy model"),
     "encoders": ("mibench.encoders_cli", "encoders g for I(g(X); g(Y)): list, train-resnet, check"),
+    "report": ("mibench.report.cli",
+               "a static leaderboard web page (tables, figures, metadata, reproduce commands) for run / sweep "
+               "directories"),
 }
 
 

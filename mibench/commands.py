@@ -213,6 +213,7 @@ def _exit_code(protocol, out) -> int:
 def cmd_list(args) -> int:
     from .critics import CRITICS
     from .estimators import ESTIMATORS, PAPER_ESTIMATORS
+    from .plugins import plugin_lines
     from .tasks import TASKS
 
     def section(title, reg):
@@ -225,6 +226,7 @@ def cmd_list(args) -> int:
     section("tasks:", TASKS)
     section("estimators:", ESTIMATORS)
     print(f"  'all' = {', '.join(PAPER_ESTIMATORS)}")
+    print("\n".join(plugin_lines()))
     section("critics:", CRITICS)
     print("  depth: --layers d = input layer + d hidden layers of --hidden units + output layer"
           " (default joint: 3 ReLU layers of 256)")

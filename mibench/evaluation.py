@@ -4,9 +4,15 @@ Runs a standard suite under the sample protocol (:mod:`mibench.protocols.sample_
 estimator only, then ranks it next to the committed baselines in ``results/sample_leaderboard/``
 (built-in neural, baseline and generative estimators on the *same* datasets: the suite's task, n,
 MI levels and seeds are the committed ones, and datasets depend only on (task, n, seed, level)).
+Installed from a wheel (no checkout), the compact copy shipped in the package is used
+(:mod:`mibench.baselines`).
 
 ``my_estimator``: a registered name or ``package.module:Name``, a sample estimator object / class
 (``kind``, ``estimate(x, y, *, seed=0) -> nats``, ``n_parameters``), or a function ``f(x, y) -> nats``.
+Its name in the results: ``name=`` when given, else the object's own ``name`` attribute, else its
+class or function name *qualified by its module* (``my_pkg.estimators.CCA``; ``user.CCA`` for one
+defined in a script, notebook or ``python -c``), so that a class called ``CCA`` or a function
+called ``gaussian`` never collides with a built-in estimator or alias.
 
 Suites (see :data:`SUITES`): ``quick`` = the Gaussian setup (about a minute for a fast estimator);
 ``paper`` = Gaussian, vision and text.
@@ -33,19 +39,28 @@ SUITES = {"quick": ["gaussian"], "paper": ["gaussian", "vision", "text"]}
 
 
 def baseline_dir() -> Path:
-    """``results/sample_leaderboard`` of the mibench checkout (or $MIBENCH_SAMPLE_BASELINES)."""
-    import os
+    """$MIBENCH_SAMPLE_BASELINES, else ``results/sample_leaderboard`` of the mibench checkout, else
+    the baselines shipped in the package (see :func:`mibench.baselines.baseline_dir`)."""
+    from .baselines import baseline_dir as _baseline_dir
 
-    env = os.environ.get("MIBENCH_SAMPLE_BASELINES")
-    return Path(env) if env else Path(__file__).resolve().parent.parent / "results" / "sample_leaderboard"
+    return _baseline_dir()
+
+
+#: module qualifier of names derived from objects defined in a script, notebook or ``python -c``
+SCRIPT_QUALIFIER = "user"
 
 
 def _name_of(obj) -> str:
-    for attr in ("name", "__name__"):
-        v = getattr(obj, attr, None)
-        if isinstance(v, str) and v:
-            return v
-    return type(obj).__name__
+    """The results name of a user's estimator: its own ``name`` attribute, else ``module.Name`` of
+    its class or function (``user.Name`` when defined in ``__main__``)."""
+    own = getattr(obj, "name", None)
+    if isinstance(own, str) and own.strip():
+        return own.strip()
+    target = obj if isinstance(obj, type) or isinstance(getattr(obj, "__name__", None), str) else type(obj)
+    module = getattr(target, "__module__", None) or ""
+    if module in ("", "__main__") or module.startswith("<"):
+        module = SCRIPT_QUALIFIER
+    return f"{module}.{target.__name__}"
 
 
 def evaluate(my_estimator, suite: str = "quick", *, name: str | None = None, baselines=None, out=None,
@@ -72,8 +87,8 @@ def evaluate(my_estimator, suite: str = "quick", *, name: str | None = None, bas
         est_name = register_estimator(name or _name_of(my_estimator), my_estimator, replace=True)
     base = Path(baselines) if baselines is not None else baseline_dir()
     if not base.is_dir() or not find_run_dirs([base])[0]:
-        raise MibenchError(f"no baseline runs found under {base}: make them with the commands in "
-                           "results/sample_leaderboard/README.md, or pass baselines=DIR")
+        raise MibenchError(f"no baseline runs found under {base}: pass baselines=DIR (a directory of sample-protocol "
+                           "runs) or set MIBENCH_SAMPLE_BASELINES")
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="mibench-evaluate-"))
     run_dirs = []
     for setup in SUITES[suite]:

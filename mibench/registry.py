@@ -58,6 +58,10 @@ class Registry(Generic[T]):
     def is_alias(self, name: str) -> bool:
         return str(name).strip().lower() in self._aliases
 
+    def matches_pattern(self, name: str) -> str | None:
+        """The help name of the family ``name`` belongs to (``smile-<tau>``), else None."""
+        return next((h for rx, h, _ in self._patterns if rx.fullmatch(str(name).strip())), None)
+
     def has_entry(self, name: str) -> bool:
         """``name`` is a registered entry (not an alias, not a pattern)."""
         return str(name).strip().lower() in self._entries

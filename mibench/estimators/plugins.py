@@ -69,7 +69,7 @@ def module_entry(spec: str) -> Entry:
     return entry_for(spec, load_object(spec), None, spec)
 
 
-def _entry_points():
+def entry_points_installed():
     from importlib.metadata import entry_points
 
     try:
@@ -79,10 +79,24 @@ def _entry_points():
 
 
 def entry_point_names() -> list[str]:
-    return sorted({ep.name for ep in _entry_points()})
+    return sorted({ep.name for ep in entry_points_installed()})
 
 
 _EP_CACHE: dict[str, Entry] = {}
+
+
+def load_entry_point(ep) -> Entry:
+    """Import one entry point and build its registry entry (one-line errors)."""
+    try:
+        obj = ep.load()
+    except ModuleNotFoundError as e:
+        raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}): module {e.name!r} not found") from None
+    except AttributeError as e:
+        raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}): {e}") from None
+    except Exception as e:
+        raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}) failed to load: "
+                           f"{type(e).__name__}: {e}") from None
+    return entry_for(ep.name, obj, None, f"entry point {ep.value}")
 
 
 def _entry_point_entry_cached(name: str) -> Entry | None:
@@ -90,18 +104,9 @@ def _entry_point_entry_cached(name: str) -> Entry | None:
     entry is cached for the process."""
     if name.lower() in _EP_CACHE:
         return _EP_CACHE[name.lower()]
-    for ep in _entry_points():
+    for ep in entry_points_installed():
         if ep.name.lower() == name.lower():
-            try:
-                obj = ep.load()
-            except ModuleNotFoundError as e:
-                raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}): module {e.name!r} not found") from None
-            except AttributeError as e:
-                raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}): {e}") from None
-            except Exception as e:
-                raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}) failed to load: "
-                                   f"{type(e).__name__}: {e}") from None
-            entry = entry_for(ep.name, obj, None, f"entry point {ep.value}")
+            entry = load_entry_point(ep)
             _EP_CACHE[name.lower()] = entry
             return entry
     return None

@@ -96,6 +96,23 @@ class RunProtocol:
 
         return t_halfwidth(values)
 
+    #: what a failed seed is called in a leaderboard's ``diverged_seeds`` column
+    failure_word: ClassVar[str] = "diverged"
+    #: leaderboard columns this protocol leaves empty (not shown in its tables)
+    empty_columns: ClassVar[tuple[str, ...]] = ()
+
+    def setup_description(self, fields: dict) -> str:
+        """How a setup ran, in a few words (``joint critic 2×256, batch 64, 20000 steps``)."""
+        raise NotImplementedError
+
+    def shown_setup_fields(self, fields: dict) -> dict:
+        """The setup columns worth showing (those the protocol leaves at 0 / unset dropped)."""
+        return {k: v for k, v in fields.items() if v not in (None, "")}
+
+    def seeds_of(self, config: dict) -> list:
+        """The seeds of one run (config.json)."""
+        raise NotImplementedError
+
     def markdown_section(self, group, first) -> list[str]:
         """The leaderboard's Markdown section of one setup (``group``: its rows, ``first``: one)."""
         raise NotImplementedError

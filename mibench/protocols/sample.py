@@ -38,6 +38,9 @@ class SampleProtocol(RunProtocol):
     name = "sample"
     estimates_file = "sample_estimates.csv"
     record_files = ("sample_estimates.csv", "summary.csv")
+    failure_word = "failed"
+    #: setup columns left at 0 unless a sweep set them (mibench.estimate's data-sized defaults)
+    DEFAULTED = {"layers", "hidden", "embed", "batch_size", "lr", "steps", "burn_in"}
 
     # -- configs and running -------------------------------------------------------------------
     def claims(self, settings: dict) -> bool:
@@ -177,6 +180,21 @@ class SampleProtocol(RunProtocol):
 
     def plot_setup_seed(self, run_dirs, path: Path, label: str) -> Path | None:
         return None        # every seed of a setup is in one sample run: its estimates.png shows them
+
+    def setup_description(self, fields: dict) -> str:
+        return f"sample protocol, n = {fmt_value(fields.get('n'))}"
+
+    def shown_setup_fields(self, fields: dict) -> dict:
+        def unset(v) -> bool:
+            try:
+                return float(v) == 0
+            except (TypeError, ValueError):
+                return False
+
+        return {k: v for k, v in super().shown_setup_fields(fields).items() if not (k in self.DEFAULTED and unset(v))}
+
+    def seeds_of(self, config: dict) -> list:
+        return list((config.get("config") or {}).get("seeds") or [])
 
     def metric_ci95(self, metric: str, values) -> float:
         """As the base class, but none for ``variance``: one estimate per seed makes it a single

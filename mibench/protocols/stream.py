@@ -23,8 +23,9 @@ from .common import (
     canonical_params,
     check_axis_value,
     fmt_num,
-    listify,
     fmt_pm,
+    fmt_value,
+    listify,
     mi_token,
     param_tokens,
     schedule_label,
@@ -45,6 +46,7 @@ class StreamProtocol(RunProtocol):
     name = "stream"
     estimates_file = "estimates.csv"
     record_files = ("estimates.csv", "summary.csv")
+    empty_columns = ("seconds", "n_parameters")
 
     # -- configs and running -------------------------------------------------------------------
     def claims(self, settings: dict) -> bool:
@@ -178,6 +180,18 @@ class StreamProtocol(RunProtocol):
             return None
         names, true_mi, mat, ceilings, diverged, _ = got
         return plot_staircase(path, names, true_mi, mat, label, ceilings, diverged=diverged)
+
+    def setup_description(self, fields: dict) -> str:
+        how = (f"{fields.get('critic')} critic {fmt_value(fields.get('layers'))}×{fmt_value(fields.get('hidden'))}, "
+               f"batch {fmt_value(fields.get('batch_size'))}, {fmt_value(fields.get('steps'))} steps")
+        precision = fields.get("precision")
+        return how + (f", {precision}" if precision and precision != "fp32" else "")
+
+    def shown_setup_fields(self, fields: dict) -> dict:
+        return {k: v for k, v in super().shown_setup_fields(fields).items() if k != "n"}
+
+    def seeds_of(self, config: dict) -> list:
+        return [(config.get("config") or {}).get("seed")]
 
     def markdown_section(self, group, first) -> list[str]:
         f = first
