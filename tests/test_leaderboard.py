@@ -186,3 +186,17 @@ def test_leaderboard_summary_line_names_the_sample_protocol(tmp_path, capsys):
     assert main(["leaderboard", str(runs), "-o", str(tmp_path / "lb.csv")]) == 0
     out = capsys.readouterr().out
     assert "best on vision [sample protocol, n = 10000]: " in out and "0x0" not in out
+
+
+def test_the_committed_sample_leaderboard_rebuilds_byte_for_byte(tmp_path):
+    """The record layer reads committed runs exactly as they were written: rebuilding the committed
+    sample leaderboard from its run directories gives its CSV, byte for byte."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "results" / "sample_leaderboard"
+    if not (root / "leaderboard.csv").is_file():
+        pytest.skip("no committed sample leaderboard")
+    board, col = build([root])
+    out = tmp_path / "lb.csv"
+    write_all(board, col, out, markdown=False)
+    assert out.read_text() == (root / "leaderboard.csv").read_text()
