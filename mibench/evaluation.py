@@ -67,11 +67,24 @@ def evaluate(my_estimator, suite: str = "quick", *, name: str | None = None, bas
              timeout: float | None = 600.0, seeds=None, progress: bool = True, show: bool = True):
     """Benchmark ``my_estimator`` on a standard suite and rank it next to the committed baselines.
 
-    Returns the leaderboard (pandas DataFrame, :mod:`mibench.leaderboard` columns) of the suite's
-    setups with your estimator's rows; prints a short ranking per setup when ``show``.
-    ``out``: where the run directories go (default a temporary directory); ``baselines``: a
-    directory of baseline runs (default :func:`baseline_dir`); ``timeout``: seconds per estimate
-    (``None``: in-process).
+    Parameters
+    ----------
+    my_estimator : a registered name or ``package.module:Name``, a sample estimator object / class
+        (``kind``, ``estimate(x, y, *, seed=0) -> nats``, ``n_parameters``) or a function
+        ``f(x, y) -> nats``.
+    suite : ``"quick"`` (the Gaussian setup) or ``"paper"`` (Gaussian, vision, text); :data:`SUITES`.
+    name : the name in the leaderboard (default: the object's ``name``, else ``module.Name``).
+    baselines : a directory of baseline runs (default :func:`baseline_dir`).
+    out : where the run directories go (default a temporary directory); running again into the same
+        ``out`` keeps (or continues) the runs already there.
+    timeout : seconds per estimate before its worker is killed (``None``: in-process, no limit).
+    seeds : override the suite's seeds (0, 1, 2).
+    progress, show : print each estimate / the ranking.
+
+    Returns
+    -------
+    DataFrame : the leaderboard (:mod:`mibench.leaderboard` columns) of the suite's setups with your
+        estimator's rows.
     """
     from .estimators import ESTIMATORS
     from .leaderboard import build
