@@ -180,9 +180,14 @@ def test_resume_skips_complete_continues_interrupted_redoes_failed(tmp_path, cou
     with pytest.raises(MibenchError, match="holds a different sweep.*--overwrite"):
         run_sweep(tiny(lr=1e-3), out, resume=True, workers=1, plot=False, log=lambda s: None)
     assert len(json.loads((out / "sweep.json").read_text())["invocations"]) == 4
+    # a sweep that extends it (one more seed) continues it with --resume; one with fewer cells is another sweep
+    r5 = run_sweep(tiny(seeds=[0, 1, 2]), out, resume=True, workers=1, plot=False, log=lambda s: None)
+    assert (r5.ran, r5.skipped) == (1, 2) and len(json.loads((out / "sweep.json").read_text())["cells"]) == 3
+    with pytest.raises(MibenchError, match="holds a different sweep"):
+        run_sweep(tiny(seeds=[0]), out, resume=True, workers=1, plot=False, log=lambda s: None)
     # --overwrite replaces it
-    r5 = run_sweep(tiny(lr=1e-3), out, overwrite=True, workers=1, plot=False, log=lambda s: None)
-    assert r5.ran == 2 and len(json.loads((out / "sweep.json").read_text())["invocations"]) == 1
+    r6 = run_sweep(tiny(lr=1e-3), out, overwrite=True, workers=1, plot=False, log=lambda s: None)
+    assert r6.ran == 2 and len(json.loads((out / "sweep.json").read_text())["invocations"]) == 1
 
 
 def test_failed_cell_is_recorded_not_fatal(tmp_path, monkeypatch, capsys):

@@ -39,7 +39,7 @@ from .run_dir import (
     is_complete,
     read_config,
     run_status,
-    sweep_identity,
+    sweep_cells,
     unique_dir,
     verify_files,
 )
@@ -50,5 +50,5 @@ __all__ = [
     "read_summary", "write_estimates", "write_sample_estimates", "write_summary", "atomic_path", "file_digest",
     "read_csv_rows", "read_json", "write_bytes", "write_json", "write_rows", "write_text", "SweepManifest",
     "read_manifest", "CONFIG", "MANIFEST", "Claim", "RunWriter", "claim", "config_diff", "find_run_dirs",
-    "fingerprint", "is_complete", "read_config", "run_status", "sweep_identity", "unique_dir", "verify_files",
+    "fingerprint", "is_complete", "read_config", "run_status", "sweep_cells", "unique_dir", "verify_files",
 ]

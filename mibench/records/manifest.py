@@ -1,9 +1,8 @@
 """``sweep.json``: a sweep directory's manifest, written by the sweep driver only, atomically,
 after every cell.
 
-Keys: ``mibench_sweep`` (format version 1), ``name``, ``spec`` (the normalised sweep spec) and
-``cells_fingerprint`` (:func:`~mibench.records.run_dir.sweep_identity` of its cells: a different
-sweep is never written into the same directory),
+Keys: ``mibench_sweep`` (format version 1), ``name``, ``spec`` (the normalised sweep spec;
+the set of its cells' configs is what a later ``--resume`` must match or extend),
 ``command`` / ``preset`` / ``backend`` / ``workers`` / ``threads_per_worker`` of the latest
 invocation, ``invocations`` (one entry per run or resume, with its wall time), ``status``
 (``running`` / ``complete`` / ``incomplete`` / ``interrupted``), ``counts`` and ``cells`` (name,
@@ -16,7 +15,7 @@ from pathlib import Path
 
 from ..errors import UnreadableInput
 from .io import read_json, write_json
-from .run_dir import MANIFEST, now_iso, sweep_identity
+from .run_dir import MANIFEST, now_iso
 
 
 class SweepManifest:
@@ -37,7 +36,6 @@ class SweepManifest:
             "updated": now_iso(),
             "status": "running",
             "spec": spec,
-            "cells_fingerprint": sweep_identity(cell_configs.values()),
             "invocations": old.get("invocations", []) + [{"started": now_iso(), **meta}],
             "counts": {},
             "cells": [],

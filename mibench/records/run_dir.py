@@ -197,10 +197,10 @@ def _writable(path: Path) -> None:
         raise MibenchError(f"cannot write to {path}: {exc.strerror or exc}") from None
 
 
-def sweep_identity(cell_configs) -> str:
+def sweep_cells(cell_configs) -> set[str]:
     """What makes two sweeps the same sweep: the set of their cells' configs (not the spec's wording,
     its name or how it is executed)."""
-    return fingerprint({"cells": sorted(fingerprint(c) for c in cell_configs)})
+    return {fingerprint(c) for c in cell_configs}
 
 
 def claim(out, config, *, resume: bool = False, overwrite: bool = False, kind: str = "run") -> Claim:
@@ -208,7 +208,8 @@ def claim(out, config, *, resume: bool = False, overwrite: bool = False, kind: s
     a sweep (``kind="sweep"``, ``config`` the list of its cells' configs), and prepare the directory.
 
     * DIR does not exist, or is empty: a new run (created here).
-    * DIR holds the same run (:func:`fingerprint`) or sweep (:func:`sweep_identity`): with ``resume``
+    * DIR holds the same run (:func:`fingerprint`) or sweep (:func:`sweep_cells`), or a sweep whose
+      cells are all cells of this one (this sweep extends it, e.g. with more seeds): with ``resume``
       it is continued (``mode="resume"``; ``"complete"`` when there is nothing left to do); without,
       refused in one line naming ``--resume`` and ``--overwrite``.
     * DIR holds a different run or sweep: refused, naming ``--overwrite``.
@@ -237,10 +238,9 @@ def claim(out, config, *, resume: bool = False, overwrite: bool = False, kind: s
             same = fingerprint(recorded["config"]) == fingerprint(config)
             diff = config_diff(recorded["config"], config)
         else:
-            status = recorded.get("status", "")
-            old = recorded.get("cells_fingerprint") or sweep_identity(
-                [c.get("config", {}) for c in recorded.get("cells", [])])
-            same, diff = old == sweep_identity(config), []
+            old, new = sweep_cells(c.get("config", {}) for c in recorded.get("cells", [])), sweep_cells(config)
+            same, diff = old <= new, []
+            status = recorded.get("status", "") if old == new else "this sweep extends it"
         if overwrite:
             shutil.rmtree(path)
         elif not same:
