@@ -169,4 +169,4 @@ def _cell_size(cell) -> str:
 
 
 from .catalogue_presets import PRESETS as _CATALOGUE_PRESETS; PRESETS.update(_CATALOGUE_PRESETS)  # noqa: E402,E702
-from .encoders.presets import PRESETS as _ENCODER_PRESETS; PRESETS.update(_ENCODER_PRESETS)  # noqa: E402,E702  §5.7 (issue 6)
+from .encoders.presets import PRESETS as _ENCODER_PRESETS; PRESETS.update(_ENCODER_PRESETS)  # noqa: E402,E702  §5.7

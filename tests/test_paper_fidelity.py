@@ -118,7 +118,7 @@ def test_rendered_decodability_recorded_and_noted(tmp_path, capfd):
     held-out probe accuracy 0.940, every source right in 0.55 of the samples): task info records
     it, the run prints the note and writes it into config.json's notes.  A single digit at 28 x 28
     is decodable (measured 1.0; 1x2x2 at 28 x 28: 0.9965)."""
-    from mibench.harness import RunConfig, run
+    from mibench.protocols.stream_run import RunConfig, run
 
     cfg = RunConfig(task="vision", task_params={"data_dir": IMAGES, "side": 8}, estimators=["nwj"], hidden=8,
                     layers=1, steps=4, batch_size=8, mi=2.0, device="cpu")

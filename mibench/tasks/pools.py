@@ -186,7 +186,7 @@ class ClassPool:
 
 
 def pairing_mi_bits(sizes, beta: float, exclude_same_item: bool) -> float:
-    """Exact I(item of X; item of Y) in bits for ONE source, in closed form (issue 14, item 3).
+    """Exact I(item of X; item of Y) in bits for ONE source, in closed form.
 
     One source: C ~ fair coin, X's item uniform in class C (pool sizes ``sizes`` = (n0, n1)),
     C' = C XOR Bernoulli(beta), Y's item uniform in class C' -- independently of X's item, or
@@ -216,7 +216,7 @@ RENDER_CHECK_ELEMENTS = 1 << 25   # cap on samples x dims (float32, <= 128 MB): 
 
 def rendered_decodability(task, identity: dict, sides=("x",), n: int = RENDER_CHECK_N, seed: int = 0,
                           blocks: dict | None = None) -> dict:
-    """Linear-probe decoder accuracy on what the estimator actually sees (issue 14, item 4).
+    """Linear-probe decoder accuracy on what the estimator actually sees.
 
     The pool filter above makes every *raw* item decodable; the estimator sees the rendered input
     (for vision: the resized, tiled, possibly nuisance-blended canvas; for text: the concatenated
