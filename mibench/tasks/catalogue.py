@@ -20,8 +20,8 @@ for any task name, including the Lee & Rhee tasks.
 
 Fixed-MI tasks.  A BMI task is one distribution with one mutual information.  In mibench's task
 protocol (``sample(batch_size, mi_bits, generator)`` at a requested level) such a task holds
-exactly that level: ``max_mi_bits`` is its MI (so a run asking for more is refused before anything
-runs) and ``sample`` refuses any other level in one line.  Both protocols work at its level::
+exactly that level: ``max_mi_bits`` is its MI and every other level is refused in one line before a run
+starts (the protocols' MI check consults :data:`mibench.tasks.base.FIXED_LEVELS`; ``sample`` checks again).  Both protocols work at its level::
 
     mibench run --task 1v1-normal-0.75 --n 5000 --mi 0.596322538971 --estimator ksg
     mibench run --task 1v1-normal-0.75 --steps 2000 --mi 0.596322538971
@@ -31,15 +31,11 @@ the preset configs carry the exact values.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 
 from ..errors import MibenchError
 from ..units import LN2
-
-#: how far a requested level may be from a fixed-MI task's own MI (bits): 12 significant digits
-MI_MATCH_BITS = 1e-9
+from .base import FIXED_LEVELS, check_fixed_level
 
 LEE_RHEE_TASKS = ("gaussian", "vision", "text", "mixed")
 
@@ -120,6 +116,7 @@ class FixedMITask:
         self.mi_stderr_nats = mi_stderr_nats
         self.params = dict(params or {})
         self.device = torch.device(device)
+        FIXED_LEVELS[name] = self.mi_bits     # both protocols refuse other levels before a run starts
 
     @property
     def max_mi_bits(self) -> float:
@@ -127,10 +124,7 @@ class FixedMITask:
 
     def check_level(self, mi_bits: float) -> None:
         """Refuse any level but the task's own MI, in one line."""
-        if not (isinstance(mi_bits, (int, float)) and math.isfinite(mi_bits)) or abs(mi_bits - self.mi_bits) > MI_MATCH_BITS:
-            raise MibenchError(f"task {self.name!r} has one fixed true MI, {fixed_mi_bits_text(self.mi_bits)} bits "
-                               f"({self.mi_nats:.6g} nats); requested {mi_bits:g} bits (use --mi "
-                               f"{fixed_mi_bits_text(self.mi_bits)})")
+        check_fixed_level(self.name, float(mi_bits))
 
     def sample(self, batch_size: int, mi_bits: float, generator: torch.Generator):
         self.check_level(float(mi_bits))

@@ -11,6 +11,7 @@ import torch
 from mibench.cli import main
 from mibench.errors import MibenchError
 from mibench.tasks import TASKS, make_task
+from mibench.tasks.base import check_mi_request
 from mibench.tasks.catalogue import CATALOGUES, catalogue_tasks, catalogues_of
 
 REF = json.loads((Path(__file__).resolve().parents[2] / "mibench" / "tasks" / "data" / "bmi_reference.json").read_text())
@@ -86,6 +87,8 @@ def test_a_fixed_task_holds_its_own_level_only():
     with pytest.raises(MibenchError, match="one fixed true MI") as e:
         t.sample(10, 0.5, torch.Generator())
     assert "\n" not in str(e.value) and "--mi 0.596322538971" in str(e.value)
+    with pytest.raises(MibenchError, match="one fixed true MI"):   # above the level: the same message
+        check_mi_request(t.name, 4.0, t.max_mi_bits)
     info = t.info()
     assert info["catalogue"] == "bmi-v1" and info["catalogues"] == ["bmi-v1"] and info["fixed_mi"]
     assert catalogues_of("multinormal-dense-5-5-0.5") == ["bmi-v1", "bmi-v2"]
@@ -116,6 +119,7 @@ def test_both_protocols_and_one_line_refusals(tmp_path, capsys):
                      "--no-plot", "--out", str(tmp_path / "bad")]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "Traceback" not in err[0], (args, err)
+        assert "one fixed true MI" in err[0] and not (tmp_path / "bad").exists()   # refused before the run
 
 
 def test_list_shows_the_catalogues_with_their_levels(capsys):
