@@ -65,7 +65,6 @@ def record(task, catalogue: str) -> dict:
 
 
 def main() -> int:
-    import bmi
     from bmi.benchmark import BENCHMARK_TASKS
 
     out = sys.argv[1] if len(sys.argv) > 1 else "bmi_reference.json"

@@ -260,4 +260,3 @@ def register(catalogue: str, tasks, truth: str = "closed form", stderr: dict | N
 
 V1_TASKS = v1_tasks()
 register("bmi-v1", V1_TASKS)
-V1_BY_ID = {t[0]: t for t in V1_TASKS}
