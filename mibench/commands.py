@@ -223,7 +223,10 @@ def cmd_list(args) -> int:
         for h in reg.patterns_help():
             print(f"  {h}")
 
-    section("tasks:", TASKS)
+    print("tasks:")
+    from .tasks.catalogue import task_list_lines
+
+    print("\n".join(task_list_lines()))   # catalogue tasks grouped by catalogue
     section("estimators:", ESTIMATORS)
     print(f"  'all' = {', '.join(PAPER_ESTIMATORS)}")
     print("\n".join(plugin_lines()))

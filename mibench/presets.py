@@ -138,6 +138,9 @@ def _summary(d: dict) -> str:
     tasks = ", ".join(t if isinstance(t, str) else t["task"] + "".join(f" {k}={v}" for k, v in t.get("params", {}).items())
                       for t in d["tasks"])
     est = d["estimators"]
+    if "n" in d:   # the sample protocol (catalogue presets)
+        return (f"{len(d['tasks'])} tasks; {len(est)} estimators ({', '.join(est)}); sample protocol, n = {d['n']} "
+                f"pairs per dataset; seeds {d['seeds']}")
     return (f"{tasks}; {len(est)} estimators; critic {'/'.join(d.get('critics', ['joint']))} "
             f"depth {d.get('layers', 2)} width {d.get('hidden', 256)}; {d['steps']} steps; MI {d.get('mi', '= ds')} bits; "
             f"seeds {d['seeds']}")
@@ -156,9 +159,14 @@ def describe_presets() -> str:
         f = load_preset(name, "full").cells()
         sec = f"§{p['section']}" if p["section"] != "-" else "  -  "
         lines.append(f"  {name:<11}{sec:<6}{p['description']}")
-        lines.append(f"  {'':<17}quick: {len(q)} cells x {q[0].config['steps']} steps;"
-                     f" full: {len(f)} cells x {f[0].config['steps']} steps")
+        lines.append(f"  {'':<17}quick: {len(q)} cells x {_cell_size(q[0])}; full: {len(f)} cells x {_cell_size(f[0])}")
     return "\n".join(lines)
 
 
+def _cell_size(cell) -> str:
+    c = cell.config
+    return f"{c['steps']} steps" if "steps" in c else f"n = {c['n']}, {len(c['seeds'])} seeds"
+
+
+from .catalogue_presets import PRESETS as _CATALOGUE_PRESETS; PRESETS.update(_CATALOGUE_PRESETS)  # noqa: E402,E702
 from .encoders.presets import PRESETS as _ENCODER_PRESETS; PRESETS.update(_ENCODER_PRESETS)  # noqa: E402,E702  §5.7

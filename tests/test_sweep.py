@@ -114,7 +114,10 @@ def test_presets_expand_in_both_forms():
     for name in PRESETS:
         quick, full = load_preset(name, "quick").cells(), load_preset(name, "full").cells()
         assert 0 < len(quick) <= len(full), name
-        assert quick[0].config["steps"] < full[0].config["steps"]
+        if "steps" in quick[0].config:
+            assert quick[0].config["steps"] < full[0].config["steps"]
+        else:   # the catalogue presets run the sample protocol (tests/tasks/test_catalogue_presets.py)
+            assert len(quick[0].config["seeds"]) <= len(full[0].config["seeds"]), name
     full = load_preset("estimators", "full").cells()
     assert {c.config["task"] for c in full} == {"gaussian", "vision", "text"}
     assert full[0].config["estimators"] == ["nwj", "js", "infonce", "dv", "mine", "smile-1", "smile-5", "smile-inf"]

@@ -5,5 +5,6 @@ from . import gaussian  # noqa: F401  (registers itself)
 from . import distributions  # noqa: F401  (the distributions family, registers itself)
 from . import vision, text, mixed  # noqa: F401  (real-data tasks, register themselves)
 from . import features  # noqa: F401  (features:FILE.npz, the user's own data)
+from . import bmi_v1, bmi_v2, mutinfo_images, label_channel  # noqa: F401  (catalogues: BMI v1 / v2, mutinfo; register themselves)
 
 __all__ = ["TASKS", "Task", "bsc_crossover", "bsc_mi_bits", "gaussian_rho", "gaussian_mi_bits", "make_task"]

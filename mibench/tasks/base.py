@@ -35,10 +35,25 @@ class Task(Protocol):
         """JSON-able description (ds, dr, data source, decoder accuracy, ...)."""
 
 
+#: task name -> the one MI level (bits) a fixed-MI task holds (:class:`mibench.tasks.catalogue.FixedMITask`
+#: registers itself), so that both protocols refuse any other level before a run starts
+FIXED_LEVELS: dict[str, float] = {}
+FIXED_LEVEL_TOLERANCE_BITS = 1e-9
+
+
+def check_fixed_level(task_name: str, mi_bits: float) -> None:
+    """Refuse, in one line, a level other than the fixed MI of a fixed-MI task (no-op for other tasks)."""
+    fixed = FIXED_LEVELS.get(task_name)
+    if fixed is not None and not abs(mi_bits - fixed) <= FIXED_LEVEL_TOLERANCE_BITS:
+        raise MibenchError(f"task {task_name!r} has one fixed true MI, {fixed:.12g} bits; requested {mi_bits:g} bits "
+                           f"(use --mi {fixed:.12g})")
+
+
 def check_mi_request(task_name: str, mi_bits: float, max_mi_bits: float, what: str = "") -> None:
     """Refuse impossible MI requests with one clear line."""
     if not math.isfinite(mi_bits) or mi_bits < 0:
         raise MibenchError(f"true MI must be a finite number >= 0 bits, got {mi_bits}")
+    check_fixed_level(task_name, mi_bits)
     if mi_bits > max_mi_bits + 1e-9:
         extra = f" ({what})" if what else ""
         raise MibenchError(
