@@ -59,6 +59,7 @@ import numpy as np
 
 from .errors import MibenchError, UnreadableInput
 from .metrics import status_counts
+from .protocols.common import fmt_num
 
 SETUP_COLUMNS = ["task", "task_params", "ds", "dr", "critic", "layers", "hidden", "embed", "batch_size", "lr",
                  "steps", "schedule", "burn_in", "precision", "protocol", "n"]
@@ -244,10 +245,54 @@ def to_markdown(board, meta: dict | None = None, title: str = "MI estimator lead
               "setup (1 = best). Column definitions: `mibench.leaderboard`.", ""]
     if board.empty:
         return "\n".join(lines + ["(no runs)", ""])
-    for _, g in board.groupby(SETUP_KEY, sort=False, dropna=False):
+    groups = [(catalogue_of(g.iloc[0]["task"]), g) for _, g in board.groupby(SETUP_KEY, sort=False, dropna=False)]
+    order = {None: -1, **{c: i for i, c in enumerate(_catalogue_names())}}
+    current = object()
+    for catalogue, g in sorted(groups, key=lambda cg: order.get(cg[0], len(order))):   # stable: board order kept
+        if catalogue != current and catalogue is not None:
+            members = [gg for c, gg in groups if c == catalogue]
+            lines += _catalogue_summary(catalogue, members)
+        current = catalogue
         first = g.iloc[0]
-        lines += get_protocol(first["protocol"]).markdown_section(g, first)
+        lines += get_protocol(first["protocol"]).markdown_section(g, first, level=2 if catalogue is None else 3)
     return "\n".join(lines)
+
+
+def catalogue_of(task: str) -> str | None:
+    """The benchmark catalogue a task belongs to (``bmi-v1``, ``mutinfo-images``, ...), else None."""
+    from .tasks.catalogue import catalogues_of
+
+    found = catalogues_of(task)
+    return found[0] if found else None
+
+
+def _catalogue_names() -> list[str]:
+    from .tasks.catalogue import CATALOGUES
+
+    return list(CATALOGUES)
+
+
+def _catalogue_summary(catalogue: str, setups: list) -> list[str]:
+    """A catalogue's heading and, per estimator, how it did over the catalogue's setups."""
+    import pandas as pd
+
+    rows = pd.concat(setups)
+    per = []
+    for est, g in rows.groupby("estimator", sort=False):
+        by_setup = g.groupby(SETUP_KEY, sort=False, dropna=False)
+        ranks = by_setup["rank"].first()
+        per.append((est, len(ranks), int((ranks == 1).sum()), float(ranks.mean()), float(g["abs_bias"].mean()),
+                    float(by_setup["rank_score"].first().replace(np.inf, np.nan).mean()),
+                    float(g["seconds"].mean()), int(g["diverged_seeds"].sum())))
+    per.sort(key=lambda r: (r[3], r[0]))
+    lines = [f"## Catalogue `{catalogue}`: {len(setups)} setups", "",
+             "| estimator | setups | ranked first | mean rank | mean abs bias (bits) | mean MSE (bits²) | s / estimate "
+             "| failed |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for est, n, first, rank, bias, mse, secs, failed in per:
+        lines.append(f"| {est} | {n} | {first} | {rank:.2f} | {fmt_num(bias)} | {fmt_num(mse)} | {fmt_num(secs, 2)} | "
+                     f"{failed or ''} |")
+    lines.append("")
+    return lines
 
 
 def _markdown_provenance(meta: dict) -> list[str]:

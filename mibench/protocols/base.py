@@ -113,8 +113,9 @@ class RunProtocol:
         """The seeds of one run (config.json)."""
         raise NotImplementedError
 
-    def markdown_section(self, group, first) -> list[str]:
-        """The leaderboard's Markdown section of one setup (``group``: its rows, ``first``: one)."""
+    def markdown_section(self, group, first, level: int = 2) -> list[str]:
+        """The leaderboard's Markdown section of one setup (``group``: its rows, ``first``: one), its
+        heading at ``level``."""
         raise NotImplementedError
 
     # -- sweeps ------------------------------------------------------------------------------

@@ -78,6 +78,14 @@ def param_tokens(task_params: dict) -> list[str]:
     return out
 
 
+def dims_text(f) -> str:
+    """`` · ds=10 dr=784`` for a setup whose task reports them; empty otherwise."""
+    def known(v) -> bool:
+        return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+    return f" · ds={f['ds']} dr={f['dr']}" if known(f.get("ds")) or known(f.get("dr")) else ""
+
+
 def fmt_num(v, digits=3) -> str:
     """A Markdown cell: the number, ``inf``, or an en dash for a missing / NaN value."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):

@@ -17,6 +17,7 @@ from .common import (
     canonical_params,
     check_axis_value,
     fmt_num,
+    dims_text,
     fmt_pm,
     fmt_value,
     listify,
@@ -201,11 +202,11 @@ class SampleProtocol(RunProtocol):
         number over seeds, not a mean of per-seed values."""
         return float("nan") if metric == "variance" else super().metric_ci95(metric, values)
 
-    def markdown_section(self, group, first) -> list[str]:
+    def markdown_section(self, group, first, level: int = 2) -> list[str]:
         f = first
         params = f" ({f['task_params'].replace(';', ', ')})" if f["task_params"] else ""
         kw = ", ".join(f"{k} {f[k]:g}" for k in ("layers", "hidden", "embed", "batch_size", "lr", "steps") if f[k])
-        lines = [f"## {f['task']}{params} · ds={f['ds']} dr={f['dr']} · sample protocol, n = {f['n']} pairs per "
+        lines = [f"{'#' * level} {f['task']}{params}{dims_text(f)} · sample protocol, n = {f['n']} pairs per "
                  f"dataset · MI {f['schedule']} bits · critic-bound estimators: {f['critic']} critic via "
                  "mibench.estimate" + (f" ({kw})" if kw else " (data-sized defaults)"), "",
                  "| rank | estimator | kind | avg MSE | true MI | estimate | bias | variance | MSE | seeds | failed "

@@ -23,6 +23,7 @@ from .common import (
     canonical_params,
     check_axis_value,
     fmt_num,
+    dims_text,
     fmt_pm,
     fmt_value,
     listify,
@@ -193,10 +194,10 @@ class StreamProtocol(RunProtocol):
     def seeds_of(self, config: dict) -> list:
         return [(config.get("config") or {}).get("seed")]
 
-    def markdown_section(self, group, first) -> list[str]:
+    def markdown_section(self, group, first, level: int = 2) -> list[str]:
         f = first
         params = f" ({f['task_params'].replace(';', ', ')})" if f["task_params"] else ""
-        lines = [f"## {f['task']}{params} · ds={f['ds']} dr={f['dr']} · {f['critic']} critic "
+        lines = [f"{'#' * level} {f['task']}{params}{dims_text(f)} · {f['critic']} critic "
                  f"{f['layers']}×{f['hidden']} · batch {f['batch_size']} · lr {f['lr']:g} · {f['steps']} steps · "
                  f"MI {f['schedule']} bits" + (f" · burn-in {f['burn_in']}" if f["burn_in"] else ""), "",
                  "| rank | estimator | avg MSE | true MI | estimate | bias | variance | MSE | seeds | diverged |",
