@@ -84,7 +84,8 @@ def cmd_list(args) -> int:
         t = rec.get("task", {})
         print(f"  {meta.stem}: layout {t.get('layout')} side {t.get('side')} eta {t.get('nuisance')} · "
               f"{rec.get('steps')} steps · accuracy {acc.get('source_accuracy')} per source")
-    from .data.finetune import FINETUNE_COMMAND, cached_checkpoint, record
+    from .data.embeddings import cached_checkpoint
+    from .data.finetune_recipe import FINETUNE_COMMAND, record
 
     path = cached_checkpoint()
     if path is None:

@@ -117,7 +117,7 @@ def resolve_encoder(encoder=None) -> tuple[str, Path]:
     """(display name, local directory) of an encoder given by alias, path or hub id.  The default
     (fine-tuned) encoder must be in the cache: otherwise one line naming the command that makes it."""
     if is_default_encoder(encoder):
-        from .finetune import cached_checkpoint, missing_message
+        from .finetune_recipe import missing_message
 
         if not _have_packaged_minilm():
             raise text_extra_missing("computing embeddings with the default text encoder")
@@ -234,6 +234,17 @@ def base_identity() -> dict:
     return {"encoder": BASE_ENCODER, **ident, "pooling": pooling_name(pooling)}
 
 
+def cached_checkpoint(cfg=None) -> Path | None:
+    """The cached fine-tuned checkpoint of recipe ``cfg`` (default: the default encoder's), or None
+    (also None without the text extra)."""
+    from .finetune_recipe import DEFAULT_CONFIG, checkpoint_dir, is_complete
+
+    if not _have_packaged_minilm():
+        return None
+    path = checkpoint_dir(cfg or DEFAULT_CONFIG, base_identity()["fingerprint"])
+    return path if is_complete(path) else None
+
+
 def encoder_identity(encoder=None) -> dict:
     """The encoder's identity (the cache key's encoder part): name, weight fingerprint, model type,
     hidden size, normalisation and pooling; the fine-tuned default adds ``finetune`` (its recipe
@@ -243,7 +254,7 @@ def encoder_identity(encoder=None) -> dict:
     off-the-shelf encoder's is :data:`BASE_ENCODER_IDENTITY`: enough to find embeddings computed
     with them; computing new ones says what to install or run."""
     if is_default_encoder(encoder):
-        from .finetune import cached_checkpoint, missing_message, record
+        from .finetune_recipe import missing_message, record
 
         path = cached_checkpoint()
         if path is None:

@@ -21,7 +21,7 @@ a forked RNG; on one machine with one thread count the weights are bit-identical
 (float reductions may differ across CPUs and thread counts, which is why the identity below
 hashes the resulting weights, not only the recipe).
 
-Cache: ``<encoders dir>/minilm-imdb-<recipe hash>/`` (see :func:`mibench.data.sources.encoders_dir`)
+Cache: ``<encoders dir>/minilm-imdb-<recipe hash>/`` (:mod:`mibench.data.finetune_recipe`)
 holds a Hugging Face checkpoint (config, tokenizer, ``model.safetensors``, and the base
 checkpoint's sentence-transformers ``modules.json`` / ``1_Pooling`` so it pools the same way) plus
 ``finetune.json`` (recipe, data md5, subset hash, wall time, held-out accuracy, head).  The recipe
@@ -32,8 +32,6 @@ another encoder are never reused.
 """
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import os
 import shutil
@@ -43,76 +41,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import MibenchError
-from .sources import encoders_dir
+from .embeddings import (_fingerprint, _load_encoder, _require_transformers, base_identity, cached_checkpoint,  # noqa: F401
+                         packaged_minilm_dir, pool_hidden_states, pooling_config)
 
-FINETUNE_VERSION = 1
-FINETUNED_NAME = "minilm-imdb"
-FINETUNE_COMMAND = "mibench encoders finetune-text"
-
-
-@dataclasses.dataclass(frozen=True)
-class FinetuneConfig:
-    """The recipe (every field enters the cache key)."""
-    n_per_class: int = 2000      # IMDB train reviews per class
-    max_length: int = 128        # tokens per review while training
-    epochs: int = 1
-    batch_size: int = 16
-    lr: float = 3e-5             # encoder
-    head_lr: float = 1e-3        # linear head
-    weight_decay: float = 0.01
-    warmup: float = 0.1          # fraction of the steps
-    seed: int = 0
-    split: str = "train"
-
-    def check(self) -> "FinetuneConfig":
-        if self.n_per_class < 1 or self.epochs < 1 or self.batch_size < 1 or self.max_length < 4:
-            raise MibenchError(f"fine-tuning needs n_per_class, epochs, batch_size >= 1 and max_length >= 4, got {self}")
-        if not (self.lr > 0 and self.head_lr > 0 and 0 <= self.warmup < 1):
-            raise MibenchError("fine-tuning needs lr, head_lr > 0 and warmup in [0, 1)")
-        if self.split not in ("train", "all"):
-            raise MibenchError(f"fine-tuning split must be train or all (the test split is held out), got {self.split!r}")
-        return self
-
-
-DEFAULT_CONFIG = FinetuneConfig()
-EVAL_PER_CLASS = 250             # held-out IMDB test reviews per class
-
-
-def recipe_key(cfg: FinetuneConfig, base_fingerprint: str) -> dict:
-    return {"version": FINETUNE_VERSION, "base": base_fingerprint, "config": dataclasses.asdict(cfg)}
-
-
-def _hash(obj) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
-
-
-def checkpoint_dir(cfg: FinetuneConfig = DEFAULT_CONFIG, base_fingerprint: str | None = None) -> Path:
-    """Where the weights of recipe ``cfg`` live (whether or not they exist yet)."""
-    if base_fingerprint is None:
-        from .embeddings import base_identity
-
-        base_fingerprint = base_identity()["fingerprint"]
-    return encoders_dir() / f"{FINETUNED_NAME}-{_hash(recipe_key(cfg, base_fingerprint))[:12]}"
-
-
-def cached_checkpoint(cfg: FinetuneConfig = DEFAULT_CONFIG) -> Path | None:
-    """The cached checkpoint of recipe ``cfg``, or None (also None without the text extra)."""
-    from .embeddings import _have_packaged_minilm
-
-    if not _have_packaged_minilm():
-        return None
-    path = checkpoint_dir(cfg)
-    return path if (path / "finetune.json").is_file() and (path / "config.json").is_file() else None
-
-
-def missing_message() -> str:
-    return (f"the default text encoder ({FINETUNED_NAME}: all-MiniLM-L6-v2 fine-tuned on IMDB labels) is not cached; "
-            f"run `{FINETUNE_COMMAND}` once (about 10-20 min on a 2-core CPU), or pass --encoder all-MiniLM-L6-v2")
-
-
-def record(path: Path) -> dict:
-    return json.loads((Path(path) / "finetune.json").read_text())
+from .finetune_recipe import (DEFAULT_CONFIG, EVAL_PER_CLASS, FINETUNE_COMMAND, FINETUNED_NAME,  # noqa: F401
+                              FinetuneConfig, sha256_json, checkpoint_dir, missing_message, record, recipe_key)
 
 
 def _texts(data_dir, cfg: FinetuneConfig):
@@ -125,14 +58,12 @@ def _texts(data_dir, cfg: FinetuneConfig):
     held = imdb_subset_indices(labels, splits, "test", min(EVAL_PER_CLASS, cfg.n_per_class), seed=1)
     text = df["text"].to_numpy()
     return ([str(t) for t in text[rows]], labels[rows], [str(t) for t in text[held]], labels[held], data_md5,
-            _hash(rows.tolist())[:16])
+            sha256_json(rows.tolist())[:16])
 
 
 def _embed(model, tok, texts, max_length, pooling, batch_size=32):
     """Pooled sentence embeddings (no grad, eval mode), float32 tensor."""
     import torch
-
-    from .embeddings import pool_hidden_states
 
     model.eval()
     out = []
@@ -150,8 +81,6 @@ def finetune_text(data_dir=None, cfg: FinetuneConfig = DEFAULT_CONFIG, force: bo
     Returns the record written to ``finetune.json`` (with ``"path"``).  A cached checkpoint of the
     same recipe is reused unless ``force``.  ``out_dir`` overrides the cache location (tests)."""
     cfg = cfg.check()
-    from .embeddings import _require_transformers, base_identity, packaged_minilm_dir, pool_hidden_states, pooling_config
-
     _require_transformers(f"`{FINETUNE_COMMAND}`")
     base_dir = packaged_minilm_dir()
     base = base_identity()
@@ -232,7 +161,7 @@ def finetune_text(data_dir=None, cfg: FinetuneConfig = DEFAULT_CONFIG, force: bo
             shutil.copy2(src, tmp / extra)
     torch.save(head.state_dict(), tmp / "head.pt")
     rec = {"encoder": FINETUNED_NAME, "base": base, "recipe": recipe_key(cfg, base["fingerprint"]),
-           "recipe_hash": _hash(recipe_key(cfg, base["fingerprint"]))[:12], "data_md5": data_md5,
+           "recipe_hash": sha256_json(recipe_key(cfg, base["fingerprint"]))[:12], "data_md5": data_md5,
            "train_rows_sha": rows_hash, "n_train": n, "steps": total, "objective":
            "binary cross-entropy of a linear head on the pooled (mean + L2 norm) embedding x sqrt(hidden)",
            "train_seconds": round(train_s, 1), "eval_seconds": round(eval_s, 1), "torch_threads": torch.get_num_threads(),
@@ -245,8 +174,6 @@ def finetune_text(data_dir=None, cfg: FinetuneConfig = DEFAULT_CONFIG, force: bo
     if path.exists():
         shutil.rmtree(path)
     os.replace(tmp, path)
-    from .embeddings import _fingerprint, _load_encoder
-
     _fingerprint.cache_clear()     # a retrained checkpoint at the same path
     _load_encoder.cache_clear()
     if progress:
