@@ -11,10 +11,13 @@ Fine-tuning (:func:`finetune_text`): the packaged all-MiniLM-L6-v2 plus a linear
 sentence embedding (mean pooling + L2 norm, the pooling the checkpoint declares, rescaled by
 sqrt(hidden) so the head sees unit-scale coordinates), trained end to end with binary
 cross-entropy on the labels of a class-balanced subset of the IMDB **train** split
-(:func:`mibench.data.loaders.imdb_subset_indices`, seed 0: prefix-stable, so the reviews of the
-default text pool, the first 1,500 per class, are among them), AdamW with a linear warm-up and
-linear decay to 0, dropout as the checkpoint configures it, reviews in a seeded order.  The
-result is checked on held-out reviews of the IMDB **test** split (accuracy of the trained head).
+(:func:`mibench.data.loaders.imdb_subset_indices`, seed 0, the same selection as the text pool's:
+the default 1,500 per class are exactly the default pool's reviews, so the pool is embedded by an
+encoder that has learnt their labels, as the paper's D_NLP is), AdamW with a linear warm-up and
+linear decay to 0, dropout as the checkpoint configures it, reviews in a seeded order per epoch.
+The result is checked on held-out reviews of the IMDB **test** split (accuracy of the trained
+head); the pool's decodability before the decoder filter is in every text run's ``task_info``
+(``pools.imdb.decoder.accuracy_before``).
 
 Determinism: the review order and every random draw (head init, dropout) come from ``seed`` under
 a forked RNG; on one machine with one thread count the weights are bit-identical run to run
