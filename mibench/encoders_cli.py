@@ -12,10 +12,11 @@ import sys
 
 def register_cli(sub) -> None:
     p = sub.add_parser("encoders", help="encoders: list, train-resnet, finetune-text, check",
-                       description="Encoders applied to X and Y (--transform on `mibench run`).")
+                       description="Encoders applied to X and Y (--transform on `mibench run`), and the fine-tuned "
+                                   "text encoder behind the default text pool (finetune-text).")
     esub = p.add_subparsers(dest="encoders_command", metavar="ACTION")
 
-    lp = esub.add_parser("list", help="transforms, ResNet layers and cached ResNet weights")
+    lp = esub.add_parser("list", help="transforms, ResNet layers, cached ResNet and fine-tuned text weights")
     lp.set_defaults(func=cmd_list)
 
     tp = esub.add_parser("train-resnet", help="(re)train the ResNet source classifier for a vision task config",
