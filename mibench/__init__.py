@@ -1,8 +1,7 @@
 """mibench: a benchmark suite for neural mutual-information estimators (Lee & Rhee, NeurIPS 2024 D&B)."""
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
+from ._version import __version__
 from .errors import MibenchError, DataNotFoundError
 
 __all__ = ["MibenchError", "DataNotFoundError", "estimate", "load_runs", "register_estimator", "evaluate",
@@ -18,8 +17,8 @@ def estimate(x, y, **kwargs):
 
 def load_runs(path, complete_only: bool = False):
     """Every per-step estimate of every run directory under ``path`` as one pandas DataFrame (one
-    row per run x step x estimator, with the run's config columns); see :func:`mibench.results.load_runs`."""
-    from .results import load_runs as _load_runs
+    row per estimate, with the run's config columns); see :func:`mibench.analysis.load_runs`."""
+    from .analysis import load_runs as _load_runs
 
     return _load_runs(path, complete_only=complete_only)
 

@@ -10,7 +10,7 @@ working set.
 It changes the whole process's ``malloc``, so mibench applies it only in processes it owns: the
 ``mibench`` command (:func:`mibench.cli.main`) and sweep worker processes (local pool and Dask
 workers).  Never on ``import mibench`` and never inside library calls (``mibench.estimate``,
-``harness.run``, ``run_sweep`` in the caller's process); a user who wants it in their own
+a streaming run, ``run_sweep`` in the caller's process); a user who wants it in their own
 process calls :func:`tune_cpu_allocator` themselves.  ``MIBENCH_ALLOCATOR=default`` turns it off.
 """
 from __future__ import annotations

@@ -157,3 +157,90 @@ def check_critic_sizes(hidden, layers, embed) -> tuple[int, int, int]:
     """Critic width >= 1, depth (hidden layers) >= 0, separable embedding >= 1."""
     return (check_positive_int(hidden, "hidden (critic width)"), check_positive_int(layers, "layers (critic depth)", 0),
             check_positive_int(embed, "embed (separable critic embedding)"))
+
+
+# ----------------------------------------------------------------------------------- configs
+
+
+def _expected_type(default, annotation) -> type | None:
+    """The type a parameter takes, from its default (or, for a None default, its annotation)."""
+    for t in (bool, int, float, str):
+        if type(default) is t:
+            return t
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    for name, t in (("bool", bool), ("int", int), ("float", float), ("str", str)):
+        if re.search(rf"\b{name}\b", text or ""):
+            return t
+    return None
+
+
+def check_value_type(value, expected: type | None, where: str):
+    """``value`` as ``expected`` (bool / int / float / str): ints accept integral floats, floats
+    accept ints; anything else (a string for a number, a bool for an int) is one line."""
+    if expected is None or value is None:
+        return value
+    if expected is bool:
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
+    elif expected is int:
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            return int(value)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+    elif expected is float:
+        if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
+            return float(value)
+    elif expected is str:
+        if isinstance(value, str):
+            return value
+    raise MibenchError(f"{where} must be {'a' if expected is not int else 'an'} "
+                       f"{ {bool: 'true/false', int: 'integer', float: 'number', str: 'string'}[expected]}, "
+                       f"got {value!r}")
+
+
+def check_task_params(task: str, factory, params: dict, passthrough=("transform", "layer")) -> dict:
+    """The task parameters ``params`` checked against the task factory's signature: unknown names
+    and values of the wrong type are refused in one line; returns them typed."""
+    import inspect
+
+    accepted = inspect.signature(factory).parameters
+    out = {}
+    for key, value in params.items():
+        if key in passthrough:
+            out[key] = value
+            continue
+        if key not in accepted or key == "device":
+            ok = sorted(k for k in accepted if k != "device")
+            raise MibenchError(f"task {task!r} does not take {key!r}; it takes: {', '.join(ok) or 'nothing'}")
+        p = accepted[key]
+        expected = _expected_type(p.default if p.default is not inspect.Parameter.empty else None, p.annotation)
+        out[key] = check_value_type(value, expected, f"task {task!r} parameter {key!r}")
+    return out
+
+
+def check_fields(data: dict, types: dict, where: str) -> dict:
+    """``data`` with only the keys of ``types``, each value of its type (``None`` in ``types``:
+    unchecked; a tuple of types: the first that fits).  Unknown keys and wrong types are one line."""
+    unknown = sorted(set(data) - set(types))
+    if unknown:
+        raise MibenchError(f"{where} has fields this mibench does not know: {', '.join(unknown)}")
+    out = {}
+    for key, value in data.items():
+        expected = types[key]
+        if expected is dict:
+            if not isinstance(value, dict):
+                raise MibenchError(f"{where}: {key} must be a mapping, got {value!r}")
+            out[key] = dict(value)
+        elif isinstance(expected, tuple):
+            errors = []
+            for t in expected:
+                try:
+                    out[key] = value if t is None else check_value_type(value, t, f"{where}: {key}")
+                    break
+                except MibenchError as exc:
+                    errors.append(str(exc))
+            else:
+                raise MibenchError(errors[0])
+        else:
+            out[key] = check_value_type(value, expected, f"{where}: {key}")
+    return out

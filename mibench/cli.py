@@ -3,7 +3,7 @@
 Subcommands live next to the code they drive; each module in ``SUBCOMMAND_MODULES`` exposes
 ``register_cli(subparsers)`` which adds its parser and sets ``func`` (called with the parsed
 arguments, returning an exit code).  User mistakes raise :class:`MibenchError` and are printed
-as one line, exit code 2.
+as one line with the error's exit code (:mod:`mibench.errors`: 2 usage, 4 unreadable input).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from .errors import MibenchError, Terminated
+from .errors import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, MibenchError, Terminated
 
 SUBCOMMAND_MODULES = [
     "mibench.commands",             # run, list
@@ -19,6 +19,7 @@ SUBCOMMAND_MODULES = [
     "mibench.sweep_cli",            # sweep, leaderboard, compare, plot
     "mibench.validate_cli",         # validate
     "mibench.encoders_cli",         # encoders (list, train-resnet, check, layer-study)
+    "mibench.report.cli",           # report
 ]
 
 #: every subcommand: (module whose ``register_cli`` builds its parser, the one-line help that
@@ -37,6 +38,9 @@ COMMANDS = {
     "validate": ("mibench.validate_cli",
                  "validate disentanglement metrics' MI back-ends against the analytic Gaussian toy model"),
     "encoders": ("mibench.encoders_cli", "encoders g for I(g(X); g(Y)): list, train-resnet, check"),
+    "report": ("mibench.report.cli",
+               "a static leaderboard web page (tables, figures, metadata, reproduce commands) for run / sweep "
+               "directories"),
 }
 
 
@@ -54,7 +58,7 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     every subcommand module); ``command=NAME``: the full parser of NAME's module only, the other
     subcommands as help-only entries; ``command=None``: help-only entries (what ``mibench --help``
     needs)."""
-    from . import __version__
+    from ._version import __version__
 
     parser = argparse.ArgumentParser(prog="mibench", description="Benchmark neural mutual-information estimators.")
     parser.add_argument("--version", action="version", version=f"mibench {__version__}")
@@ -82,6 +86,14 @@ def _chosen_command(argv: list[str]) -> str | None:
     return None
 
 
+def _subparser(parser: argparse.ArgumentParser, command: str | None):
+    """The parser of subcommand ``command`` inside ``parser`` (None when there is none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices.get(command)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _chosen_command(argv)
@@ -89,10 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     # help-only parser (a typo gets argparse's one-line "invalid choice" error listing every
     # command, from the table, with no subcommand module imported)
     parser = build_parser(command if command in COMMANDS else None)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:     # say it with the subcommand's own usage line, not the top-level one
+        sub = _subparser(parser, command)
+        (sub or parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
+        return EXIT_USAGE
     # this is a mibench process (not a library call from someone's Python): keep freed activation
     # buffers in the heap for the training commands' speed (see mibench.allocator)
     from .allocator import tune_cpu_allocator
@@ -102,13 +117,14 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except MibenchError as exc:
         print(f"mibench: error: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code
     except KeyboardInterrupt as exc:
         if isinstance(exc, Terminated):
-            print("mibench: terminated (SIGTERM); the run directory is marked interrupted", file=sys.stderr)
-            return 143
-        print("mibench: interrupted", file=sys.stderr)
-        return 130
+            print("mibench: terminated (SIGTERM); what ran is marked interrupted (--resume continues it)",
+                  file=sys.stderr)
+            return EXIT_TERMINATED
+        print("mibench: interrupted; what ran is marked interrupted (--resume continues it)", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -1,9 +1,7 @@
 """``mibench run`` and ``mibench list``."""
 from __future__ import annotations
 
-import re
 import sys
-import time
 from pathlib import Path
 
 
@@ -19,7 +17,9 @@ def register_cli(sub) -> None:
     p = sub.add_parser("run", help="train estimators on a task and write a run directory",
                        description="Train the estimators' critics on a shared batch stream (one critic per training "
                                    "objective: JS and SMILE-tau share one); write config.json, "
-                                   "estimates.csv, summary.csv and staircase.png (all estimates in bits).")
+                                   "estimates.csv, summary.csv and staircase.png (all estimates in bits).  Exit status: "
+                                   "0 every estimate obtained, 2 usage error, 3 some estimates failed, 4 unreadable "
+                                   "input, 130 / 143 interrupted.")
     p.add_argument("--task", default="gaussian", help="task name (see `mibench list`)")
     p.add_argument("--estimator", default="smile", help="estimator name(s), comma separated, or 'all' (default smile)")
     p.add_argument("--critic", default="joint", help="critic: inner, bilinear, separable, joint (default joint)")
@@ -30,19 +30,23 @@ def register_cli(sub) -> None:
     p.add_argument("--hidden", type=int, default=256, help="critic MLP width (default 256)")
     p.add_argument("--layers", type=int, default=2, help="critic depth: hidden layers between input and output layer (default 2)")
     p.add_argument("--embed", type=int, default=32, help="separable critic embedding size (default 32)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the batch stream and the critics (0 .. 2^63-1)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] | mps (default auto: CUDA if available, else CPU)")
     p.add_argument("--burn-in", type=int, default=0, help="steps skipped at the start of each MI level in the metrics")
     p.add_argument("--engine", default="auto", help="several joint critics: sequential | stacked (one batched pass) | auto")
     p.add_argument("--precision", default="fp32", help="critic arithmetic: fp32 (default) | bf16 (autocast, opt-in, "
                    "~1.5x faster on CPUs with AVX512-BF16) | tf32 (CUDA matmuls)")
-    p.add_argument("--out", default=None, help="run directory (default results/runs/<readable name>)")
+    p.add_argument("--out", default=None, help="run directory: new or empty (default results/runs/<readable name>); "
+                   "one that holds this run needs --resume or --overwrite, any other is refused")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out (a stream run from its last "
+                   "checkpoint, a sample run from its last estimate); nothing to do when it is complete")
+    p.add_argument("--overwrite", action="store_true", help="replace the run in --out and start again")
     p.add_argument("--no-plot", action="store_true", help="skip staircase.png")
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
     p.add_argument("--config", default=None, metavar="CONFIG_JSON",
                    help="re-run a recorded run exactly: its config.json (or run directory); flags given alongside "
                         "override it and are recorded in the new config.json under rerun_of")
-    sp = p.add_argument_group("sample protocol (issue 12): --n draws a fixed dataset per MI level and seed")
+    sp = p.add_argument_group("sample protocol: --n draws a fixed dataset per MI level and seed")
     sp.add_argument("--n", type=int, default=None, help="sample protocol: n pairs per dataset (e.g. 10000); every "
                     "estimator returns one number per dataset; needed by black-box / generative estimators")
     sp.add_argument("--seeds", default=None, help="sample protocol: seeds, comma list or range (default 0,1,2)")
@@ -79,19 +83,10 @@ def task_params_from_args(args) -> dict:
     return params
 
 
-def default_run_name(cfg) -> str:
-    est = cfg.estimators if isinstance(cfg.estimators, str) else ",".join(cfg.estimators)
-    est = est if len(est) <= 40 else f"{len(est.split(','))}est"
-    mi = str(cfg.mi).replace(",", "-")
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    name = f"{cfg.task}_{est}_{cfg.critic}_{mi}_s{cfg.seed}_{stamp}"
-    return re.sub(r"[^A-Za-z0-9_.+-]", "-", name.replace(",", "+"))
-
-
 #: ``run`` flags whose dest differs from the RunConfig field they set
 FLAG_FIELDS = {"estimator": "estimators"}
 #: ``run`` flags that do not change the numbers (allowed next to --config, not recorded as overrides)
-OUTPUT_FLAGS = {"out", "no_plot", "quiet", "config"}
+OUTPUT_FLAGS = {"out", "no_plot", "quiet", "config", "resume", "overwrite"}
 
 
 class _GivenMixin:
@@ -119,18 +114,29 @@ def track_given(parser) -> None:
 
 
 def rerun_config(args):
-    """``mibench run --config FILE [flags]``: the recorded RunConfig with the flags given on the
-    command line applied on top; returns ``(config, extra)`` with ``extra`` the ``rerun_of``
-    record for config.json.  Unknown or bad files and flags that cannot apply raise MibenchError."""
+    """``mibench run --config FILE [flags]``: the recorded config (either protocol) with the flags given
+    on the command line applied on top; returns ``(protocol, config, extra)`` with ``extra`` the
+    ``rerun_of`` record for config.json.  Unknown or bad files and flags that cannot apply raise
+    MibenchError (one line)."""
     import dataclasses
-    import json
 
-    from .errors import MibenchError
-    from .harness import RunConfig
-    from .results import load_run_config
+    from .errors import MibenchError, UnreadableInput
+    from .protocols import protocol_of
+    from .records import read_json
 
-    base = load_run_config(args.config)
-    fields = {f.name for f in dataclasses.fields(RunConfig)}
+    path = Path(args.config)
+    path = path / "config.json" if path.is_dir() else path
+    try:
+        data = read_json(path, "--config")
+    except UnreadableInput as exc:
+        raise MibenchError(str(exc)) from None
+    raw = data.get("config") if isinstance(data, dict) and isinstance(data.get("config"), dict) else data
+    if not isinstance(raw, dict) or "task" not in raw:
+        raise MibenchError(f"--config: {path} is not a mibench run config (no 'config' with a 'task')")
+    protocol = protocol_of({"config": raw, **({"protocol": data.get("protocol")} if isinstance(data, dict) and
+                                                data.get("protocol") else {})})
+    base = protocol.config_from_dict(raw, f"--config {path}")
+    fields = {f.name for f in dataclasses.fields(base)}
     changes, params, overrides = {}, dict(base.task_params or {}), {}
     for dest in sorted(getattr(args, "_given", ())):
         value = getattr(args, dest)
@@ -141,102 +147,73 @@ def rerun_config(args):
         elif FLAG_FIELDS.get(dest, dest) in fields:
             changes[FLAG_FIELDS.get(dest, dest)] = value
         else:
-            raise MibenchError(f"--{dest.replace('_', '-')} cannot be combined with --config (it is not part of a "
-                               "run's config)")
+            raise MibenchError(f"--{dest.replace('_', '-')} cannot be combined with --config of a {protocol.name} run "
+                               "(it is not part of its config)")
         overrides[dest.replace("_", "-")] = value
     cfg = dataclasses.replace(base, task_params=params, **changes)
-    path = Path(args.config)
-    path = path / "config.json" if path.is_dir() else path
-    try:
-        recorded_id = json.loads(path.read_text()).get("run_id")
-    except (OSError, ValueError, AttributeError):
-        recorded_id = None
-    return cfg, {"rerun_of": {"config": str(path.resolve()), "run_id": recorded_id, "overrides": overrides}}
+    recorded_id = data.get("run_id") if isinstance(data, dict) else None
+    return protocol, cfg, {"rerun_of": {"config": str(path.resolve()), "run_id": recorded_id, "overrides": overrides}}
 
 
 def cmd_run(args) -> int:
-    from .harness import RunConfig, prepare, run
+    """``mibench run``: either protocol (``--n`` chooses the sample protocol), into ``--out``."""
+    from .errors import EXIT_FAILED_ESTIMATES, EXIT_OK
+    from .protocols import choose_protocol
+    from .records import claim, unique_dir
 
-    if getattr(args, "n", None) is not None:
-        return cmd_run_sample(args)
-    if getattr(args, "seeds", None) is not None or getattr(args, "timeout", None) is not None:
+    if args.resume and args.overwrite:
         from .errors import MibenchError
 
-        raise MibenchError("--seeds and --timeout belong to the sample protocol: add --n N (e.g. --n 10000); "
-                           "a streaming run takes one --seed")
+        raise MibenchError("--resume and --overwrite exclude each other")
     extra = None
     if getattr(args, "config", None):
-        cfg, extra = rerun_config(args)
+        protocol, cfg, extra = rerun_config(args)
     else:
-        cfg = RunConfig(task=args.task, task_params=task_params_from_args(args), estimators=args.estimator,
-                        critic=args.critic, hidden=args.hidden, layers=args.layers, embed=args.embed, mi=args.mi,
-                        steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
-                        device=args.device, burn_in=args.burn_in, engine=args.engine, precision=args.precision)
-    prepared = prepare(cfg)
-    cfg = prepared[0]
-    out = Path(args.out) if args.out else Path("results") / "runs" / default_run_name(cfg)
-    if not args.quiet:
-        print(f"mibench: {cfg.task} · {', '.join(cfg.estimators)} · {cfg.critic} critic · {cfg.steps} steps · -> {out}",
-              file=sys.stderr)
-    result = run(cfg, out_dir=out, progress=not args.quiet, plot=not args.no_plot, prepared=prepared, extra=extra)
-    if not args.quiet:
-        print(format_summary(result))
-    print(f"wrote {out}/ (config.json, estimates.csv, summary.csv{'' if args.no_plot else ', staircase.png'})")
-    return 0
-
-
-def cmd_run_sample(args) -> int:
-    """``mibench run --n N``: the sample-based protocol (mibench.sample_protocol)."""
-    from .errors import MibenchError
-    from .sample_protocol import DEFAULT_TIMEOUT, SampleConfig, format_sample_summary, prepare as prepare_sample, run_sample
-
-    if getattr(args, "config", None):
-        raise MibenchError("--config re-runs streaming runs; for a sample run give its flags again")
-    mi = args.mi if str(args.mi).strip().lower() not in ("stepwise", "staircase") else "4"
-    timeout = DEFAULT_TIMEOUT if args.timeout is None else (None if args.timeout == 0 else args.timeout)
-    cfg = SampleConfig(task=args.task, task_params=task_params_from_args(args), estimators=args.estimator,
-                       critic=args.critic, mi=mi, n=args.n, seeds=args.seeds if args.seeds is not None else [args.seed],
-                       timeout=timeout, device=args.device)
-    prepared = prepare_sample(cfg)
+        protocol = choose_protocol({"n": args.n})
+        cfg = protocol.config_from_args(args, task_params_from_args(args))
+    prepared = protocol.prepare(cfg)
     cfg = prepared[0]
     if args.out:
-        out = Path(args.out)
+        c = claim(args.out, protocol.resolved_dict(prepared), resume=args.resume, overwrite=args.overwrite)
+        out = c.path
+        if c.mode == "complete":
+            print(f"{out} already holds this run, complete; nothing to do (--overwrite to run it again)")
+            return _exit_code(protocol, out)
     else:
-        est = ",".join(cfg.estimators)
-        est = est if len(est) <= 40 else f"{len(cfg.estimators)}est"
-        name = f"{cfg.task}_{est}_n{cfg.n}_mi{'-'.join(f'{v:g}' for v in cfg.levels)}_{time.strftime('%Y%m%d-%H%M%S')}"
-        out = Path("results") / "runs" / re.sub(r"[^A-Za-z0-9_.+-]", "-", name)
+        if args.resume:
+            from .errors import MibenchError
+
+            raise MibenchError("--resume needs --out DIR (the run to continue)")
+        out = unique_dir(Path("results") / "runs", protocol.default_run_name(cfg))
+        c = None
+    resume = c is not None and c.mode == "resume"
     if not args.quiet:
-        print(f"mibench: {cfg.task} · sample protocol n = {cfg.n} · {', '.join(cfg.estimators)} · seeds "
-              f"{','.join(map(str, cfg.seeds))} · -> {out}", file=sys.stderr)
-    result = run_sample(cfg, out_dir=out, progress=not args.quiet, plot=not args.no_plot, prepared=prepared)
+        print(f"mibench: {'resuming ' if resume else ''}{cfg.task} · {protocol.name} protocol · "
+              f"{', '.join(cfg.estimators)} -> {out}", file=sys.stderr)
+    result = protocol.run(prepared, out, progress=not args.quiet, plot=not args.no_plot, extra=extra, resume=resume)
     if not args.quiet:
-        print(format_sample_summary(result))
-    print(f"wrote {out}/ (config.json, sample_estimates.csv, summary.csv{'' if args.no_plot else ', estimates.png'})")
-    return 0
+        print(protocol.format_result(result))
+    files = ", ".join(["config.json", protocol.estimates_file, "summary.csv"])
+    print(f"wrote {out}/ ({files}{'' if args.no_plot else ', figure'})")
+    failed = protocol.failed_estimates(result.config)
+    if failed:
+        print(f"mibench: {len(failed)} estimate(s) failed (listed above and in {out}/config.json); exit status "
+              f"{EXIT_FAILED_ESTIMATES}", file=sys.stderr)
+        return EXIT_FAILED_ESTIMATES
+    return EXIT_OK
 
 
-def format_summary(result) -> str:
-    cfg = result.config
-    info = cfg["task_info"]
-    lines = [f"task {info.get('task')}: ds={info.get('ds')} dr={info.get('dr')}"
-             + (f" · data: {info['data_source']}" if "data_source" in info else "")
-             + f" · device {cfg['environment']['device']} · {cfg.get('steps_per_second')} steps/s"]
-    header = f"{'estimator':<11}{'true':>6}{'mean':>8}{'bias':>8}{'var':>8}{'mse':>8}{'steps':>7}"
-    lines += [header, "-" * len(header)]
-    for r in result.summary:
-        lines.append(f"{r['estimator']:<11}{r['true_mi']:>6g}{r['mean_estimate']:>8.3f}{r['bias']:>8.3f}"
-                     f"{r['variance']:>8.3f}{r['mse']:>8.3f}{r['steps']:>7d}")
-    for name, step in result.diverged.items():
-        lines.append(f"! {name} diverged (non-finite estimate) at step {step}; its later steps are excluded")
-    for note in cfg.get("notes", []):
-        lines.append(f"note: {note}")
-    return "\n".join(lines)
+def _exit_code(protocol, out) -> int:
+    from .errors import EXIT_FAILED_ESTIMATES, EXIT_OK
+    from .records import read_config
+
+    return EXIT_FAILED_ESTIMATES if protocol.failed_estimates(read_config(out)) else EXIT_OK
 
 
 def cmd_list(args) -> int:
     from .critics import CRITICS
     from .estimators import ESTIMATORS, PAPER_ESTIMATORS
+    from .plugins import plugin_lines
     from .tasks import TASKS
 
     def section(title, reg):
@@ -249,6 +226,7 @@ def cmd_list(args) -> int:
     section("tasks:", TASKS)
     section("estimators:", ESTIMATORS)
     print(f"  'all' = {', '.join(PAPER_ESTIMATORS)}")
+    print("\n".join(plugin_lines()))
     section("critics:", CRITICS)
     print("  depth: --layers d = input layer + d hidden layers of --hidden units + output layer"
           " (default joint: 3 ReLU layers of 256)")

@@ -1,18 +1,25 @@
-"""``mibench.evaluate(my_estimator, suite=...)``: the researcher's loop (issue 12).
+"""``mibench.evaluate(my_estimator, suite=...)``: the researcher's loop.
 
-Runs a standard suite under the sample protocol (:mod:`mibench.sample_protocol`) with your
+Runs a standard suite under the sample protocol (:mod:`mibench.protocols.sample_run`) with your
 estimator only, then ranks it next to the committed baselines in ``results/sample_leaderboard/``
 (built-in neural, baseline and generative estimators on the *same* datasets: the suite's task, n,
 MI levels and seeds are the committed ones, and datasets depend only on (task, n, seed, level)).
+Installed from a wheel (no checkout), the compact copy shipped in the package is used
+(:mod:`mibench.baselines`).
 
 ``my_estimator``: a registered name or ``package.module:Name``, a sample estimator object / class
 (``kind``, ``estimate(x, y, *, seed=0) -> nats``, ``n_parameters``), or a function ``f(x, y) -> nats``.
+Its name in the results: ``name=`` when given, else the object's own ``name`` attribute, else its
+class or function name *qualified by its module* (``my_pkg.estimators.CCA``; ``user.CCA`` for one
+defined in a script, notebook or ``python -c``), so that a class called ``CCA`` or a function
+called ``gaussian`` never collides with a built-in estimator or alias.
 
 Suites (see :data:`SUITES`): ``quick`` = the Gaussian setup (about a minute for a fast estimator);
 ``paper`` = Gaussian, vision and text.
 """
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from pathlib import Path
 
@@ -32,35 +39,58 @@ SUITES = {"quick": ["gaussian"], "paper": ["gaussian", "vision", "text"]}
 
 
 def baseline_dir() -> Path:
-    """``results/sample_leaderboard`` of the mibench checkout (or $MIBENCH_SAMPLE_BASELINES)."""
-    import os
+    """$MIBENCH_SAMPLE_BASELINES, else ``results/sample_leaderboard`` of the mibench checkout, else
+    the baselines shipped in the package (see :func:`mibench.baselines.baseline_dir`)."""
+    from .baselines import baseline_dir as _baseline_dir
 
-    env = os.environ.get("MIBENCH_SAMPLE_BASELINES")
-    return Path(env) if env else Path(__file__).resolve().parent.parent / "results" / "sample_leaderboard"
+    return _baseline_dir()
+
+
+#: module qualifier of names derived from objects defined in a script, notebook or ``python -c``
+SCRIPT_QUALIFIER = "user"
 
 
 def _name_of(obj) -> str:
-    for attr in ("name", "__name__"):
-        v = getattr(obj, attr, None)
-        if isinstance(v, str) and v:
-            return v
-    return type(obj).__name__
+    """The results name of a user's estimator: its own ``name`` attribute, else ``module.Name`` of
+    its class or function (``user.Name`` when defined in ``__main__``)."""
+    own = getattr(obj, "name", None)
+    if isinstance(own, str) and own.strip():
+        return own.strip()
+    target = obj if isinstance(obj, type) or isinstance(getattr(obj, "__name__", None), str) else type(obj)
+    module = getattr(target, "__module__", None) or ""
+    if module in ("", "__main__") or module.startswith("<"):
+        module = SCRIPT_QUALIFIER
+    return f"{module}.{target.__name__}"
 
 
 def evaluate(my_estimator, suite: str = "quick", *, name: str | None = None, baselines=None, out=None,
              timeout: float | None = 600.0, seeds=None, progress: bool = True, show: bool = True):
     """Benchmark ``my_estimator`` on a standard suite and rank it next to the committed baselines.
 
-    Returns the leaderboard (pandas DataFrame, :mod:`mibench.leaderboard` columns) of the suite's
-    setups with your estimator's rows; prints a short ranking per setup when ``show``.
-    ``out``: where the run directories go (default a temporary directory); ``baselines``: a
-    directory of baseline runs (default :func:`baseline_dir`); ``timeout``: seconds per estimate
-    (``None``: in-process).
+    Parameters
+    ----------
+    my_estimator : a registered name or ``package.module:Name``, a sample estimator object / class
+        (``kind``, ``estimate(x, y, *, seed=0) -> nats``, ``n_parameters``) or a function
+        ``f(x, y) -> nats``.
+    suite : ``"quick"`` (the Gaussian setup) or ``"paper"`` (Gaussian, vision, text); :data:`SUITES`.
+    name : the name in the leaderboard (default: the object's ``name``, else ``module.Name``).
+    baselines : a directory of baseline runs (default :func:`baseline_dir`).
+    out : where the run directories go (default a temporary directory); running again into the same
+        ``out`` keeps (or continues) the runs already there.
+    timeout : seconds per estimate before its worker is killed (``None``: in-process, no limit).
+    seeds : override the suite's seeds (0, 1, 2).
+    progress, show : print each estimate / the ranking.
+
+    Returns
+    -------
+    DataFrame : the leaderboard (:mod:`mibench.leaderboard` columns) of the suite's setups with your
+        estimator's rows.
     """
     from .estimators import ESTIMATORS
     from .leaderboard import build
     from .plugins import register_estimator
-    from .sample_protocol import SampleConfig, run_sample
+    from .protocols.sample_run import SampleConfig, prepare, run_sample
+    from .records import claim, find_run_dirs
 
     if suite not in SUITES:
         raise MibenchError(f"unknown suite {suite!r}; choose from: {', '.join(SUITES)}")
@@ -69,9 +99,9 @@ def evaluate(my_estimator, suite: str = "quick", *, name: str | None = None, bas
     else:
         est_name = register_estimator(name or _name_of(my_estimator), my_estimator, replace=True)
     base = Path(baselines) if baselines is not None else baseline_dir()
-    if not base.is_dir() or not any(base.rglob("sample_estimates.csv")):
-        raise MibenchError(f"no baseline runs found under {base}: make them with the commands in "
-                           "results/sample_leaderboard/README.md, or pass baselines=DIR")
+    if not base.is_dir() or not find_run_dirs([base])[0]:
+        raise MibenchError(f"no baseline runs found under {base}: pass baselines=DIR (a directory of sample-protocol "
+                           "runs) or set MIBENCH_SAMPLE_BASELINES")
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="mibench-evaluate-"))
     run_dirs = []
     for setup in SUITES[suite]:
@@ -81,7 +111,10 @@ def evaluate(my_estimator, suite: str = "quick", *, name: str | None = None, bas
                            estimate_kwargs=dict(COMMON["estimate_kwargs"]),
                            seeds=list(seeds) if seeds is not None else COMMON["seeds"], timeout=timeout, device="cpu")
         d = out_dir / f"{setup}_{est_name.replace(':', '-').replace('/', '-')}"
-        run_sample(cfg, out_dir=d, progress=progress, plot=False)
+        prepared = prepare(cfg)
+        c = claim(d, dataclasses.asdict(prepared[0]), resume=True)   # the same run again: kept or continued
+        if c.mode != "complete":
+            run_sample(prepared, d, progress=progress, plot=False, resume=c.mode == "resume")
         run_dirs.append(d)
     board, _ = build([base, *run_dirs])
     mine = board[board["estimator"] == est_name]

@@ -7,10 +7,9 @@ non-finite estimate (a diverged estimator) are excluded and counted in ``diverge
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
-
-SUMMARY_COLUMNS = ["task", "estimator", "critic", "true_mi", "mean_estimate", "bias", "variance", "mse", "steps"]
-
 
 def level_windows(true_mi: np.ndarray, burn_in: int = 0):
     """Yield (level, index array) for each constant segment of ``true_mi`` after burn-in."""
@@ -40,3 +39,31 @@ def summarize(task: str, critic: str, names: list[str], true_mi: np.ndarray, est
                          "mean_estimate": mean, "bias": mean - level, "variance": var, "mse": mse,
                          "steps": int(finite.size)})
     return rows
+
+
+def t_halfwidth(values, confidence: float = 0.95) -> float:
+    """Half-width of the Student-t confidence interval of the mean (NaN for fewer than 2 values)."""
+    v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
+    if v.size < 2:
+        return float("nan")
+    from scipy import stats
+
+    return float(stats.t.ppf(0.5 + confidence / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
+
+
+def t_interval(values, confidence: float = 0.95) -> tuple[float, float]:
+    """(low, high) of the t interval of the mean; used as seaborn's ``errorbar`` callable."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return float("nan"), float("nan")
+    m = float(v.mean())
+    h = t_halfwidth(v, confidence)
+    return (m, m) if not np.isfinite(h) else (m - h, m + h)
+
+
+def status_counts(statuses) -> str:
+    """``["converged", "overfit", "converged"]`` -> ``"converged:2;overfit:1"`` (empty ones left out)."""
+    from collections import Counter
+
+    return ";".join(f"{k}:{v}" for k, v in Counter(s for s in statuses if s).items())

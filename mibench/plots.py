@@ -87,7 +87,7 @@ def _style(seaborn: bool = False):
 
 
 def _save(fig, path) -> Path:
-    from .results import atomic_path
+    from .records.io import atomic_path
 
     path = Path(path)
     with atomic_path(path) as tmp:
@@ -305,7 +305,7 @@ def _apply_scale(ax, values, metric: str, label: str) -> str:
 
 
 def _errorbar(df, by=()):
-    from .leaderboard import t_interval
+    from .metrics import t_interval
 
     return t_interval if df.groupby(["estimator", "true_mi", *by]).size().max() > 1 else None
 
@@ -434,147 +434,32 @@ def sweep_axes(df) -> list[str]:
     return axes
 
 
-def _slug(text: str) -> str:
-    import re
-
-    return re.sub(r"[^A-Za-z0-9_.+-]+", "-", str(text)).strip("-")[:120]
-
-
-def staircase_from_runs(run_dirs):
-    """``(names, true_mi, estimates, ceilings, diverged, config)`` read from the estimates.csv of
-    one run or of several runs of the same setup and seed (a sweep that split the estimators over
-    cells): every estimator of the setup in one array, in the canonical order.  ``config`` is the
-    first run's config.json.  Runs without estimates.csv are skipped (None when none has one)."""
-    from .errors import MibenchError
-    from .results import read_config, read_estimates
-
-    names, rows, ceilings, diverged, true_mi, first = [], {}, {}, {}, None, None
-    for d in run_dirs:
-        d = Path(d)
-        if not (d / "estimates.csv").is_file():
-            continue
-        cfg = read_config(d)
-        first = first or cfg
-        est = read_estimates(d / "estimates.csv")
-        steps = int(cfg.get("config", {}).get("steps") or (est["step"].max() + 1))
-        for name, e in est.groupby("estimator", sort=False):
-            if name in rows:
-                continue
-            e = e.sort_values("step")
-            mat_row = np.full(steps, np.nan)
-            idx = e["step"].to_numpy(int)
-            mat_row[idx] = e["estimate"].to_numpy(float)
-            tm = np.full(steps, np.nan)
-            tm[idx] = e["true_mi"].to_numpy(float)
-            if true_mi is None or (np.isnan(true_mi).any() and not np.isnan(tm).any()):
-                true_mi = tm
-            elif len(tm) != len(true_mi) or not np.allclose(tm, true_mi, equal_nan=True):
-                raise MibenchError(f"{d}: its true-MI schedule differs from the other runs of the setup")
-            rows[name] = mat_row
-            names.append(name)
-        ceilings.update(cfg.get("ceilings_bits") or {})
-        diverged.update(cfg.get("diverged") or {})
-    if not names:
-        return None
-    names = ordered(names)
-    true_mi = np.asarray(true_mi)
-    if np.isnan(true_mi).any():        # a partial run: extend the last logged level for the axis
-        ok = np.flatnonzero(np.isfinite(true_mi))
-        true_mi = true_mi[:ok[-1] + 1] if ok.size else true_mi[:0]
-    mat = np.vstack([rows[n][:len(true_mi)] for n in names])
-    return names, true_mi, mat, ceilings, diverged, first
-
-
-def _title(cfg: dict) -> str:
-    c = cfg["config"]
-    return f"{c['task']} · {c['critic']} critic · batch {c['batch_size']} · seed {c['seed']}"
-
-
-def plot_results(target, out_dir=None, max_bar_plots: int = 24) -> list[Path]:
-    """``mibench plot``: figures for a run directory or for everything below a sweep directory.
-
-    * run directory: ``staircase.png`` (re-rendered from estimates.csv) and ``metrics.png``, in the
-      run directory unless ``out_dir`` is given; for a run that did not complete (interrupted,
-      killed, still running) the staircase of the steps it logged;
-    * sweep / results directory (``out_dir`` default ``<target>/plots``): ``metrics_<setup>.png``
-      per setup (seeds pooled), ``staircase_<setup>_s<seed>.png`` per setup and seed with all its
-      estimators in one figure (also when the sweep split them over cells), and
-      ``sweep_<axis>_<task>.png`` for every axis that varies (ds, dr, nuisance, critic depth /
-      width, batch size, critic type).
-    """
-    import pandas as pd
-
-    from .errors import MibenchError
-    from .leaderboard import SETUP_KEY, collect, per_seed_rows
-    from .results import is_complete
-
-    target = Path(target)
-    written: list[Path] = []
-    if (target / "config.json").is_file():
-        out = Path(out_dir) if out_dir else target
-        if (target / "sample_estimates.csv").is_file():   # sample protocol (issue 12): estimate vs true MI
-            from .sample_protocol import plot_sample_figures
-
-            return plot_sample_figures(target, out)
-        if not is_complete(target):     # interrupted / killed / still running: the steps logged so far
-            got = staircase_from_runs([target]) if (target / "estimates.csv").is_file() else None
-            if got is None or not len(got[1]):
-                raise MibenchError(f"{target} is not a complete run directory and has logged no estimates")
-            names, true_mi, mat, ceilings, diverged, cfg = got
-            title = f"{_title(cfg)} · {cfg.get('status')} after {len(true_mi)} steps"
-            return [plot_staircase(out / "staircase.png", names, true_mi, mat, title, ceilings, diverged=diverged)]
-        got = staircase_from_runs([target])
-        if got is None:
-            raise MibenchError(f"{target} has no estimates.csv")
-        names, true_mi, mat, ceilings, diverged, cfg = got
-        c = cfg["config"]
-        written.append(plot_staircase(out / "staircase.png", names, true_mi, mat, _title(cfg), ceilings,
-                                      diverged=diverged))
-        col = collect([target])
-        plot_metric_bars(per_seed_rows(col.runs), out / "metrics.png", title=f"{c['task']} · {c['critic']} critic")
-        written.append(out / "metrics.png")
-        return written
-
-    col = collect([target])
-    if not col.runs:
-        raise MibenchError(f"no complete run directories under {target}")
-    out = Path(out_dir) if out_dir else target / "plots"
-    df = pd.DataFrame(per_seed_rows(col.runs))
-    nuis = {str(r.path): (r.config.get("task_info") or {}).get("nuisance") for r in col.runs}
-    df["nuisance"] = df["run_dir"].map(nuis)
-    n_bars = n_stairs = 0
-    for key, g in df.groupby(SETUP_KEY, sort=True, dropna=False):
-        s = dict(zip(SETUP_KEY, key))
-        label = f"{s['task']}" + (f" ({s['task_params']})" if s["task_params"] else "") + \
-                f" · {s['critic']} {s['layers']}×{s['hidden']} · batch {s['batch_size']} · {s['steps']} steps"
-        slug = _slug(f"{s['task']}_{s['task_params']}_{s['critic']}-d{s['layers']}w{s['hidden']}_b{s['batch_size']}"
-                     f"_n{s['steps']}_mi{s['schedule']}")
-        if n_bars < max_bar_plots:
-            path = out / f"metrics_{slug}.png"
-            plot_metric_bars(g, path, title=label)
-            written.append(path)
-            n_bars += 1
-        for seed, runs in g.groupby("seed", sort=True):
-            if n_stairs >= max_bar_plots:
-                break
-            got = staircase_from_runs(sorted(set(runs["run_dir"])))
-            if got is None:
-                continue
-            names, true_mi, mat, ceilings, diverged, cfg = got
-            path = out / f"staircase_{slug}_s{seed}.png"
-            written.append(plot_staircase(path, names, true_mi, mat, f"{label} · seed {seed}", ceilings,
-                                          diverged=diverged))
-            n_stairs += 1
-    for task, g in df.groupby("task", sort=True):
-        for axis in sweep_axes(g):
-            others = [a for a in sweep_axes(g) if a != axis and not (axis == "ds" and a == "dr")]
-            style = None
-            if others:
-                g = g.assign(setup=g[others].astype(str).agg(" ".join, axis=1)) if len(others) > 1 else \
-                    g.assign(setup=g[others[0]].astype(str))
-                style = "setup"
-            path = out / f"sweep_{axis}_{_slug(task)}.png"
-            plot_sweep(g, axis, path, title=f"{task}: estimation error vs {SWEEP_AXES[axis]}",
-                       style=style if axis != "critic" else None)
-            written.append(path)
-    return written
+def plot_sample_run(path, rows: list[dict], title: str = "") -> Path:
+    """A sample-protocol run: estimate (bits) against the true MI, one marker per seed, the mean per
+    level joined, the true MI as a dashed diagonal; an estimator whose every estimate failed is
+    listed in the legend."""
+    names = list(dict.fromkeys(r["estimator"] for r in rows))
+    levels = sorted({r["true_mi"] for r in rows})
+    with _style():
+        fig = _figure(figsize=(6.4, 4.4))
+        ax = fig.add_subplot(1, 1, 1)
+        if levels:
+            lo, hi = 0.0, max(levels) * 1.15 + 0.5
+            ax.plot([lo, hi], [lo, hi], color=TRUE_MI_COLOR, lw=1, ls="--", label="true MI")
+        for name in names:
+            color = estimator_color(name)
+            pts = [(r["true_mi"], r["estimate"]) for r in rows if r["estimator"] == name and r["status"] == "ok"]
+            if pts:
+                a = np.array(pts)
+                ax.scatter(a[:, 0], a[:, 1], s=14, alpha=0.6, color=color)
+                m = np.array([(lv, a[a[:, 0] == lv, 1].mean()) for lv in levels if (a[:, 0] == lv).any()])
+                ax.plot(m[:, 0], m[:, 1], marker="o", color=color, label=name)
+            fails = sum(1 for r in rows if r["estimator"] == name and r["status"] != "ok")
+            if fails and not pts:
+                ax.plot([], [], color=color, label=f"{name} (all {fails} failed)")
+        ax.set_xlabel("true MI (bits)")
+        ax.set_ylabel("estimate (bits)")
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=7, loc="upper left")
+        fig.tight_layout()
+        return _save(fig, path)

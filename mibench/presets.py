@@ -161,4 +161,4 @@ def describe_presets() -> str:
     return "\n".join(lines)
 
 
-from .encoders.presets import PRESETS as _ENCODER_PRESETS; PRESETS.update(_ENCODER_PRESETS)  # noqa: E402,E702  §5.7 (issue 6)
+from .encoders.presets import PRESETS as _ENCODER_PRESETS; PRESETS.update(_ENCODER_PRESETS)  # noqa: E402,E702  §5.7

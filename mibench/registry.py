@@ -47,6 +47,25 @@ class Registry(Generic[T]):
         for alias in aliases:
             self._aliases[alias.lower()] = key
 
+    def replace(self, name: str, description: str, obj: T) -> None:
+        """Register ``name`` anew, replacing an entry of that name (never an alias of another)."""
+        key = name.lower()
+        if key in self._aliases:
+            raise MibenchError(f"{name!r} is an alias of the {self.kind} {self._aliases[key]!r}; choose another name")
+        self._entries.pop(key, None)
+        self.add(name, description, obj)
+
+    def is_alias(self, name: str) -> bool:
+        return str(name).strip().lower() in self._aliases
+
+    def matches_pattern(self, name: str) -> str | None:
+        """The help name of the family ``name`` belongs to (``smile-<tau>``), else None."""
+        return next((h for rx, h, _ in self._patterns if rx.fullmatch(str(name).strip())), None)
+
+    def has_entry(self, name: str) -> bool:
+        """``name`` is a registered entry (not an alias, not a pattern)."""
+        return str(name).strip().lower() in self._entries
+
     def add_pattern(self, pattern: str, help_name: str, factory: Callable[[re.Match], Entry[T]]) -> None:
         """Names matching ``pattern`` (full match) are built by ``factory(match)``."""
         self._patterns.append((re.compile(pattern, re.IGNORECASE), help_name, factory))

@@ -8,9 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
-from .errors import MibenchError
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from .errors import EXIT_FAILED_ESTIMATES, EXIT_OK, EXIT_REGRESSED, MibenchError
 
 
 def register_cli(sub) -> None:
@@ -29,15 +27,17 @@ def _sweep_parser(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run a grid of runs: tasks x task params x critics x depth/width x batch size x MI schedule x "
                     "seeds; all estimators of a cell train together on one batch stream.  Each cell is a run "
-                    "directory under the sweep directory, next to sweep.json (the manifest).  Re-running the same "
-                    "command resumes: complete cells are skipped, partial ones redone.",
+                    "directory under the sweep directory, next to sweep.json (the manifest).  --resume continues "
+                    "the same sweep in its directory: complete cells are skipped, interrupted ones continued, failed "
+                    "ones redone; --overwrite starts it again.",
         epilog="examples:\n"
                "  mibench sweep --preset estimators --quick\n"
                "  mibench sweep sweep.toml --workers 2\n"
                "  mibench sweep --task gaussian --estimator smile,nwj --seeds 0,1 --steps 200 --set dim=2,4\n"
                "  mibench sweep --preset ds --full --backend dask --address tcp://scheduler:8786\n"
-               "exit status: 0 all cells complete, 1 some cell failed (or diverged, with --fail-on-diverged), "
-               "2 usage error, 130 interrupted")
+               "exit status: 0 every cell complete and every estimate obtained, 2 usage error, 3 a cell or an "
+               "estimate failed (or an estimator diverged, with --fail-on-diverged), 4 unreadable input, "
+               "130 / 143 interrupted")
     p.add_argument("config", nargs="?", help="sweep config file (.toml or .yaml)")
     g = p.add_argument_group("presets (the paper's studies, §5.1-5.6)")
     g.add_argument("--preset", help="study preset: critics, depth, estimators, ds, dr, nuisance, smoke, ... (--list-presets)")
@@ -67,12 +67,16 @@ def _sweep_parser(sub) -> None:
                         "equal critic counts) instead of all estimators in one cell; estimators sharing a "
                         "critic (JS, SMILE-tau) stay together")
     s.add_argument("--device", help="auto | cpu | cuda[:N] | mps (default auto: CUDA if available, else CPU)")
-    s.add_argument("--n", help="sample protocol (issue 12): n pairs per fixed dataset (comma list = axis); all "
+    s.add_argument("--n", help="sample protocol: n pairs per fixed dataset (comma list = axis); all "
                                "seeds of a cell in one sample run")
     s.add_argument("--timeout", type=float, help="sample protocol: seconds per estimate before it is killed and "
                                                  "recorded as failed (default 600)")
     e = p.add_argument_group("execution")
-    e.add_argument("--out", help="sweep directory (default results/sweeps/<sweep name>)")
+    e.add_argument("--out", help="sweep directory (default results/sweeps/<sweep name>): new or empty; one that holds "
+                                 "this sweep needs --resume or --overwrite")
+    e.add_argument("--resume", action="store_true", help="continue the sweep in its directory (complete cells "
+                                                         "skipped, interrupted ones continued, failed ones redone)")
+    e.add_argument("--overwrite", action="store_true", help="replace the sweep directory and start again")
     e.add_argument("--backend", choices=["local", "dask"], help="local processes (default) or dask.distributed")
     e.add_argument("--address", help="dask scheduler address, e.g. tcp://10.0.0.5:8786 (default: start a "
                                      "LocalCluster with --workers processes)")
@@ -85,7 +89,7 @@ def _sweep_parser(sub) -> None:
     e.add_argument("--no-plot", action="store_true", help="skip each cell's staircase.png")
     e.add_argument("--no-leaderboard", action="store_true",
                    help="do not write <sweep dir>/leaderboard.csv (+ .md) at the end")
-    e.add_argument("--fail-on-diverged", action="store_true", help="exit 1 when an estimator diverged in some cell")
+    e.add_argument("--fail-on-diverged", action="store_true", help="exit 3 when an estimator diverged in some cell")
     e.add_argument("--dry-run", action="store_true", help="list the cells (and which are done) without running")
     e.add_argument("--dump-config", action="store_true", help="print the effective sweep config as YAML and exit")
     p.set_defaults(func=cmd_sweep)
@@ -118,8 +122,9 @@ def _mi_values(items):
 
 def spec_from_args(args):
     """(SweepSpec, default directory name, preset label) from the parsed arguments."""
+    from .checks import parse_seeds
     from .presets import preset_dict
-    from .sweep import SweepSpec, load_spec, parse_set, parse_seeds, shorthand_name
+    from .sweep import SweepSpec, load_spec
 
     over = {
         "tasks": _csv(args.task), "estimators": args.estimator, "critics": _csv(args.critic),
@@ -163,6 +168,7 @@ def spec_from_args(args):
 
 
 def cmd_sweep(args) -> int:
+    from .errors import MibenchError, Terminated
     from .leaderboard import command_line
     from .presets import describe_presets
     from .sweep import dump_spec_yaml, plan, run_sweep
@@ -177,38 +183,40 @@ def cmd_sweep(args) -> int:
         return EXIT_OK
     if args.address and args.backend != "dask":
         raise MibenchError("--address goes with --backend dask")
+    if args.resume and args.overwrite:
+        raise MibenchError("--resume and --overwrite exclude each other")
     out = Path(args.out) if args.out else Path("results") / "sweeps" / name
     if args.dry_run:
-        cells, todo, done = plan(spec, out)
-        done_names = {c.name for c in done}
-        for c in cells:
-            est = ",".join(c.config["estimators"])
-            size = (f"n = {c.config['n']}, seeds {','.join(map(str, c.config['seeds']))}"
-                    if c.config.get("protocol") == "sample" else f"{c.config['steps']} steps")
-            print(f"{'done ' if c.name in done_names else 'todo '} {c.name}  [{est}; {size}]")
-        print(f"{len(cells)} cells ({len(done)} complete, {len(todo)} to run) -> {out}")
+        p = plan(spec, out)
+        state = {**{c.name: "todo  " for c in p.todo}, **{c.name: "resume" for c in p.resume},
+                 **{c.name: "done  " for c in p.done}}
+        for c in p.cells:
+            print(f"{state[c.name]} {c.name}  [{c.protocol.describe_cell(c.config)}]")
+        print(f"{len(p.cells)} cells ({len(p.done)} complete, {len(p.resume)} to resume, {len(p.todo)} to run) -> {out}")
         return EXIT_OK
 
     previous = signal.getsignal(signal.SIGTERM)
 
     def on_term(signum, frame):   # a polite kill records the interruption in the manifest
-        raise KeyboardInterrupt
+        raise Terminated("SIGTERM")
 
     if previous in (signal.SIG_DFL, None):
         signal.signal(signal.SIGTERM, on_term)
     try:
-        report = run_sweep(spec, out, backend=args.backend or None, workers=args.workers, threads=args.threads,
-                           address=args.address, shared_fs=args.shared_fs, plot=not args.no_plot,
-                           command=command_line(), preset=preset)
+        report = run_sweep(spec, out, resume=args.resume, overwrite=args.overwrite, backend=args.backend or None,
+                           workers=args.workers, threads=args.threads, address=args.address, shared_fs=args.shared_fs,
+                           plot=not args.no_plot, command=command_line(), preset=preset)
     finally:
         if previous in (signal.SIG_DFL, None):
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
     print(f"sweep {spec.name}: {len(report.cells)} cells: {report.ran} ran, {report.skipped} already complete, "
-          f"{len(report.failed)} failed, {len(report.diverged)} with a diverged estimator "
-          f"({report.wall_seconds:.0f} s) -> {out}")
+          f"{len(report.failed)} failed, {report.failed_estimates} failed estimate(s), {len(report.diverged)} with a "
+          f"diverged estimator ({report.wall_seconds:.0f} s) -> {out}")
     for n in report.failed:
-        r = report.results[n]
-        print(f"  failed: {n}: {r.error}")
+        print(f"  failed: {n}: {report.results[n].error}")
+    for n, r in report.results.items():
+        for line in r.failed_estimates:
+            print(f"  failed estimate in {n}: {line}")
     if not args.no_leaderboard and len(report.failed) < len(report.cells):
         from .leaderboard import build, write_all
 
@@ -216,9 +224,50 @@ def cmd_sweep(args) -> int:
         paths = write_all(board, col, out / "leaderboard.csv", command=f"mibench leaderboard {out} -o "
                                                                        f"{out / 'leaderboard.csv'}")
         print(f"wrote {paths[0]} and {paths[1].name}; plots: mibench plot {out}")
-    if report.failed or (args.fail_on_diverged and report.diverged):
-        return EXIT_FAILED
+    if not report.ok or (args.fail_on_diverged and report.diverged):
+        return EXIT_FAILED_ESTIMATES
     return EXIT_OK
+
+
+def shorthand_name(spec_dict: dict) -> str:
+    """Deterministic directory name for a CLI-shorthand sweep (same command -> same dir)."""
+    tasks = "+".join(t["task"] if isinstance(t, dict) else str(t) for t in spec_dict.get("tasks", []))
+    digest = hashlib.sha256(json.dumps(spec_dict, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    return f"{tasks}-{digest}"
+
+
+def parse_set(items: list[str] | None) -> dict:
+    """``["dim=2,4", "cubic=true"]`` -> ``{"dim": [2, 4], "cubic": True}`` (values typed)."""
+    out: dict = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise MibenchError(f"--set expects KEY=V1,V2,..., got {item!r}")
+        vals = [_typed(v.strip()) for v in value.split(",") if v.strip()]
+        if not vals:
+            raise MibenchError(f"--set {key}= needs at least one value")
+        out[key] = vals if len(vals) > 1 else vals[0]
+    return out
+
+
+def _typed(text: str):
+    import math
+
+    low = text.lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    for cast in (int, float):
+        try:
+            v = cast(text)
+            if cast is float and not math.isfinite(v):
+                return text
+            return v
+        except ValueError:
+            pass
+    return text
 
 
 # ------------------------------------------------------------------------------ leaderboard
@@ -255,10 +304,8 @@ def cmd_leaderboard(args) -> int:
     top = board[board["rank"] == 1].drop_duplicates(["task", "task_params", "critic", "layers", "hidden",
                                                      "batch_size", "steps", "schedule"])
     for _, r in top.iterrows():
-        if r.get("protocol", "streaming") == "sample":
-            setup = f"sample protocol, n = {int(r['n'])}"
-        else:
-            setup = f"{r['critic']} {r['layers']}x{r['hidden']}, {r['steps']} steps"
+        setup = (f"sample protocol, n = {int(r['n'])}" if r["n"] else
+                 f"{r['critic']} {r['layers']}x{r['hidden']}, {r['steps']} steps")
         print(f"  best on {r['task']}{' (' + r['task_params'] + ')' if r['task_params'] else ''} "
               f"[{setup}]: {r['estimator']} (MSE averaged over levels {r['rank_score']:.3f} bits²)")
     return EXIT_OK
@@ -275,7 +322,9 @@ def _compare_parser(sub) -> None:
                                    "  new MSE    > baseline MSE    * (1 + tolerance) + mse-floor, or\n"
                                    "  new |bias| > baseline |bias| * (1 + tolerance) + bias-floor, or\n"
                                    "  it diverged in more seeds than in the baseline, or it is missing from NEW.\n"
-                                   "Exit status 0: no regression; 1: regressions (listed); 2: usage error.")
+                                   "Exit status 0: no regression; 1: regressions (listed); 2: usage error; 4: a "
+                                   "leaderboard that is empty, truncated or damaged (an empty baseline is refused: "
+                                   "a gate against nothing cannot fail).")
     p.add_argument("new", metavar="NEW", help="leaderboard CSV or run / sweep directory")
     p.add_argument("baseline", metavar="BASELINE", help="leaderboard CSV or run / sweep directory")
     p.add_argument("--tolerance", type=float, default=0.25, help="relative tolerance (default 0.25 = 25%%)")
@@ -287,12 +336,12 @@ def _compare_parser(sub) -> None:
 
 
 def cmd_compare(args) -> int:
-    from .leaderboard import compare
+    from .gate import compare
 
     report = compare(args.new, args.baseline, tolerance=args.tolerance, mse_floor=args.mse_floor,
                      bias_floor=args.bias_floor, metrics=args.metrics, allow_missing=args.allow_missing)
     print(report.format())
-    return EXIT_OK if report.ok else EXIT_FAILED
+    return EXIT_OK if report.ok else EXIT_REGRESSED
 
 
 # ------------------------------------------------------------------------------------- plot
@@ -311,7 +360,7 @@ def _plot_parser(sub) -> None:
 
 
 def cmd_plot(args) -> int:
-    from .plots import plot_results
+    from .figures import plot_results
 
     paths = plot_results(args.target, args.out)
     for p in paths:

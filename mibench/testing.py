@@ -10,11 +10,11 @@ Example (in your own test suite)::
 
 ``new`` and ``baseline`` may each be a leaderboard CSV, a pandas DataFrame, or run / sweep
 directories (aggregated on the fly).  The rules are those of ``mibench compare`` (see
-:mod:`mibench.leaderboard`).
+:mod:`mibench.gate`).
 """
 from __future__ import annotations
 
-from .leaderboard import CompareReport, compare
+from .gate import CompareReport, compare
 
 __all__ = ["assert_no_regression", "compare"]
 
@@ -44,9 +44,8 @@ def write_fake_run(run_dir, rows: list[dict], *, task: str = "gaussian", task_pa
 
     import numpy as np
 
-    from .harness import RunConfig
-    from .metrics import SUMMARY_COLUMNS
-    from .results import write_estimates, write_json, write_rows
+    from .protocols.stream_run import RunConfig
+    from .records import write_estimates, write_json, write_summary
 
     run_dir = Path(run_dir)
     levels = [float(v) for v in levels]
@@ -71,7 +70,7 @@ def write_fake_run(run_dir, rows: list[dict], *, task: str = "gaussian", task_pa
         for j, lv in enumerate(levels):
             m = [s["mean_estimate"] for s in summary if s["estimator"] == n and float(s["true_mi"]) == lv]
             est[i, bounds[j]:bounds[j + 1]] = m[0] if m else np.nan
-    write_rows(run_dir / "summary.csv", summary, SUMMARY_COLUMNS)
+    write_summary(run_dir / "summary.csv", summary)
     write_estimates(run_dir / "estimates.csv", names, critic, true_mi, est)
     write_json(run_dir / "config.json", {
         "status": status, "config": dataclasses.asdict(cfg),

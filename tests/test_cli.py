@@ -76,6 +76,6 @@ def test_sigterm_marks_the_run_interrupted(tmp_path):
         p.kill()
     assert p.returncode == 143, err
     lines = [line for line in err.strip().splitlines() if line]
-    assert lines == ["mibench: terminated (SIGTERM); the run directory is marked interrupted"], err
+    assert lines == ["mibench: terminated (SIGTERM); what ran is marked interrupted (--resume continues it)"], err
     assert json.loads((out / "config.json").read_text())["status"] == "interrupted"
     assert not (out / "summary.csv").exists()

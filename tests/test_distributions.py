@@ -114,7 +114,7 @@ def test_registry_and_errors():
 
 
 def test_streaming_harness_runs_a_distributions_task(tmp_path):
-    from mibench.harness import RunConfig, run
+    from mibench.protocols.stream_run import RunConfig, run
 
     res = run(RunConfig(task="gauss-sparse-5x5", estimators=["smile"], steps=30, batch_size=32, hidden=16,
                         layers=1, mi="0,1", device="cpu", log_every=10), out_dir=tmp_path / "r", plot=False)

@@ -157,7 +157,7 @@ def test_layer_study_table_and_plot(tiny_vision, tmp_path):
     """Runs with --transform resnet --layer ... -> resnet_layers.csv / .png with truth and accuracies."""
     import mibench.encoders.resnet as R
     from mibench.encoders.study import run_layer_study
-    from mibench.harness import RunConfig, run
+    from mibench.protocols.stream_run import RunConfig, run
 
     old = (R.DEFAULT_STEPS, R.DEFAULT_WIDTH, R.DEFAULT_EVAL_N)
     R.DEFAULT_STEPS, R.DEFAULT_WIDTH, R.DEFAULT_EVAL_N = 2, 4, 32

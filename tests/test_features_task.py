@@ -129,7 +129,7 @@ def test_undecodable_classes_are_refused(tmp_path):
     ("float_labels", "must be integers"),
     ("one_item", "at least 2 items"),
     ("one_class", "at least 2 classes"),
-    ("not_npz", "not a readable .npz"),
+    ("not_npz", "not an .npz archive"),
     ("rows", "rows"),
     ("nan", "NaN"),
 ])

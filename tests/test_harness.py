@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mibench.errors import MibenchError
-from mibench.harness import RunConfig, run
+from mibench.protocols.stream_run import RunConfig, run
 from mibench.tasks import TASKS
 from mibench.tasks.gaussian import GaussianTask
 

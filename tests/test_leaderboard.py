@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from mibench.cli import main
-from mibench.leaderboard import COLUMNS, build, compare, read_leaderboard, write_all
+from mibench.gate import compare
+from mibench.leaderboard import COLUMNS, build, read_leaderboard, write_all
 from mibench.testing import assert_no_regression, write_fake_run
 
 T_975_DF2 = 4.302652729911275   # Student t quantile, 97.5%, 2 degrees of freedom
@@ -185,3 +186,17 @@ def test_leaderboard_summary_line_names_the_sample_protocol(tmp_path, capsys):
     assert main(["leaderboard", str(runs), "-o", str(tmp_path / "lb.csv")]) == 0
     out = capsys.readouterr().out
     assert "best on vision [sample protocol, n = 10000]: " in out and "0x0" not in out
+
+
+def test_the_committed_sample_leaderboard_rebuilds_byte_for_byte(tmp_path):
+    """The record layer reads committed runs exactly as they were written: rebuilding the committed
+    sample leaderboard from its run directories gives its CSV, byte for byte."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "results" / "sample_leaderboard"
+    if not (root / "leaderboard.csv").is_file():
+        pytest.skip("no committed sample leaderboard")
+    board, col = build([root])
+    out = tmp_path / "lb.csv"
+    write_all(board, col, out, markdown=False)
+    assert out.read_text() == (root / "leaderboard.csv").read_text()

@@ -198,7 +198,7 @@ BAND = 0.08
 
 @pytest.fixture(scope="module")
 def short_run():
-    from mibench.harness import RunConfig, run
+    from mibench.protocols.stream_run import RunConfig, run
 
     cfg = RunConfig(task="gaussian", task_params={"dim": 5}, estimators=list(CALIBRATED_RANGE), mi=2.0, steps=800,
                     hidden=64, layers=1, batch_size=64, lr=1e-3, seed=0, device="cpu", burn_in=400)
@@ -302,7 +302,7 @@ def test_ksg_auto_method_is_recorded(tmp_path):
     import json
 
     from mibench.estimators.classical import KSG_BRUTE_ABOVE, ksg_method
-    from mibench.sample_protocol import SampleConfig, run_sample
+    from mibench.protocols.sample_run import SampleConfig, run_sample
 
     assert ksg_method(1, 1) == "kdtree" and ksg_method(KSG_BRUTE_ABOVE, 1) == "brute"
     assert ksg_method(KSG_BRUTE_ABOVE // 2, KSG_BRUTE_ABOVE - KSG_BRUTE_ABOVE // 2) == "kdtree"

@@ -435,9 +435,9 @@ def test_mps_refused_cleanly_where_unavailable(monkeypatch, capsys):
     # where torch reports MPS, it is accepted (and sweeps treat it as a GPU: one worker)
     monkeypatch.setattr(harness, "_mps_available", lambda: True)
     assert harness.resolve_device("mps") == torch.device("mps")
-    from mibench.sweep import _uses_gpu
+    from mibench.sweep.execute import uses_gpu
 
-    assert _uses_gpu("mps") and not _uses_gpu("cpu")
+    assert uses_gpu("mps") and not uses_gpu("cpu")
 
 
 # --------------------------------------------------------------------------------- sweep lock
@@ -445,8 +445,8 @@ def test_mps_refused_cleanly_where_unavailable(monkeypatch, capsys):
 HOLD_LOCK = """
     import sys, time
     from pathlib import Path
-    from mibench.sweep import _sweep_lock
-    with _sweep_lock(Path(sys.argv[1])):
+    from mibench.sweep import sweep_lock
+    with sweep_lock(Path(sys.argv[1])):
         print("locked", flush=True)
         time.sleep(120)
 """
@@ -456,9 +456,11 @@ def test_sweep_lock_live_and_stale(tmp_path):
     """A live driver's lock refuses a second one (one line naming it); once that driver is
     SIGKILLed (no cleanup) the OS lock is free and the next driver takes it, whatever files the
     dead one left behind."""
-    from mibench.sweep import LOCK, _sweep_lock
+    from mibench.sweep import sweep_lock as _sweep_lock
+    from mibench.sweep.execute import lock_path
 
     out = tmp_path / "sw"
+    holder = lock_path(out).with_suffix(".holder")
     e = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(HOLD_LOCK), str(out)], stdout=subprocess.PIPE,
                             text=True, env=e)
@@ -472,21 +474,21 @@ def test_sweep_lock_live_and_stale(tmp_path):
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-    assert (out / LOCK).read_text().endswith(f":{proc.pid}")      # the dead driver's record is left
+    assert holder.read_text().endswith(f":{proc.pid}")            # the dead driver's record is left
     with _sweep_lock(out):                                        # ... and means nothing now
-        assert (out / LOCK).read_text().endswith(f":{os.getpid()}")
+        assert holder.read_text().endswith(f":{os.getpid()}")
         with pytest.raises(MibenchError, match="being swept by"):  # one driver, also within a process
             with _sweep_lock(out):
                 pass
-    assert not (out / LOCK).exists()
+    assert not holder.exists()
 
 
 def test_sweep_lock_uses_no_process_probing():
     import inspect
 
-    from mibench import sweep
+    from mibench.sweep import execute
 
-    src = inspect.getsource(sweep._sweep_lock)
+    src = inspect.getsource(execute.sweep_lock)
     assert "os.kill" not in src and "FileLock" in src
 
 
@@ -500,7 +502,7 @@ def test_allocator_untouched_by_import_and_library_calls(tmp_path):
         import mibench
         from mibench import allocator
         assert allocator.allocator_setting() == "default"
-        from mibench.harness import RunConfig, run
+        from mibench.protocols.stream_run import RunConfig, run
         res = run(RunConfig(task="gaussian", task_params={"dim": 2}, estimators=["nwj"], critic="inner", steps=20,
                             mi=2, device="cpu", log_every=10), out_dir=sys.argv[1], plot=False)
         print(json.dumps([allocator.allocator_setting(), res.config["environment"].get("allocator")]))
@@ -524,7 +526,7 @@ def test_allocator_untouched_by_import_and_library_calls(tmp_path):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc mallopt")
 def test_sweep_workers_tune_the_allocator_the_driver_does_not(tmp_path):
     from mibench import allocator
-    from mibench.results import read_config
+    from mibench.records import read_config
     from mibench.sweep import SweepSpec, run_sweep
 
     before = allocator.allocator_setting()

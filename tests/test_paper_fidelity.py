@@ -118,7 +118,7 @@ def test_rendered_probe_is_a_difficulty_figure_not_a_caveat(tmp_path, capfd):
     held-out probe accuracy 0.940): task info records the probe as a difficulty figure.  The truth's
     condition is the exact check (tests/tasks/test_rendered_truth.py): here it cannot be established
     (no pixel depends on one digit alone), which the run records and says in one line."""
-    from mibench.harness import RunConfig, run
+    from mibench.protocols.stream_run import RunConfig, run
 
     cfg = RunConfig(task="vision", task_params={"data_dir": IMAGES, "side": 8}, estimators=["nwj"], hidden=8,
                     layers=1, steps=4, batch_size=8, mi=2.0, device="cpu")

@@ -72,7 +72,7 @@ def test_plot_command_on_a_sweep(ds_sweep, capsys):
 
 
 def test_plot_command_on_a_real_run(tmp_path):
-    from mibench.harness import RunConfig, run
+    from mibench.protocols.stream_run import RunConfig, run
 
     run_dir = tmp_path / "run"
     run(RunConfig(task="gaussian", task_params={"dim": 2}, estimators=["smile", "infonce"], hidden=8, layers=0,
@@ -219,9 +219,12 @@ def test_sweep_staircase_joins_split_cells(tmp_path):
     root = tmp_path / "sweep"
     write_fake_run(root / "a", [r for r in rows if r["estimator"] == "nwj"])
     write_fake_run(root / "b", [r for r in rows if r["estimator"] == "dv"])
-    names, true_mi, mat, *_ = plots.staircase_from_runs([root / "a", root / "b"])
+    from mibench.figures import plot_results
+    from mibench.protocols.stream import staircase_from_runs
+
+    names, true_mi, mat, *_ = staircase_from_runs([root / "a", root / "b"])
     assert names == ["nwj", "dv"] and mat.shape == (2, 100) and true_mi.tolist() == [2.0] * 50 + [4.0] * 50
-    written = plots.plot_results(root)
+    written = plot_results(root)
     stairs = [p for p in written if p.name.startswith("staircase_")]
     assert len(stairs) == 1 and stairs[0].name.endswith("_s0.png") and png_size(stairs[0])[2] > 5_000
 

@@ -16,9 +16,10 @@ import pandas as pd
 import pytest
 
 import mibench
-from mibench import results
+from mibench import records
+from mibench.records import io as records_io
 from mibench.cli import main
-from mibench.harness import RunConfig, run
+from mibench.protocols.stream_run import RunConfig, run
 
 SMALL = dict(task="gaussian", task_params={"dim": 2}, hidden=8, layers=1, batch_size=16, device="cpu")
 REPO = Path(__file__).resolve().parents[1]
@@ -40,13 +41,13 @@ def mode(path):
 @pytest.mark.parametrize("mask", [0o022, 0o002, 0o077])
 def test_written_files_follow_the_umask(tmp_path, mask):
     with umask(mask):
-        assert results.current_umask() == mask
-        results.write_text(tmp_path / "a.txt", "x")
-        results.write_json(tmp_path / "b.json", {"a": 1})
-        results.write_rows(tmp_path / "c.csv", [{"x": 1.0}], ["x"])
-        with results.atomic_path(tmp_path / "d.bin") as tmp:
+        assert records_io.current_umask() == mask
+        records.write_text(tmp_path / "a.txt", "x")
+        records.write_json(tmp_path / "b.json", {"a": 1})
+        records.write_rows(tmp_path / "c.csv", [{"x": 1.0}], ["x"])
+        with records.atomic_path(tmp_path / "d.bin") as tmp:
             tmp.write_bytes(b"1")
-        log = results.EstimatesLog(tmp_path / "e.csv", ["nwj"], "joint", "r", 0).open()
+        log = records.EstimatesLog(tmp_path / "e.csv", ["nwj"], "joint", "r", 0).open()
         log.close()
     for name in ("a.txt", "b.json", "c.csv", "d.bin", "e.csv"):
         assert mode(tmp_path / name) == 0o666 & ~mask, name
@@ -78,15 +79,15 @@ def test_estimates_appended_per_block_and_final_file_unchanged(tmp_path, monkeyp
     """After every logging block the file holds exactly the steps logged so far (whole lines);
     at the end it is today's file (estimator-major) plus the run_id and seed columns."""
     seen = []
-    original = results.EstimatesLog.append
+    original = records.EstimatesLog.append
 
     def spy(self, true_mi, estimates, start, stop):
         original(self, true_mi, estimates, start, stop)
         text = self.path.read_text()
         assert text.endswith("\n")
-        seen.append((start, stop, results.read_estimates(self.path)))
+        seen.append((start, stop, records.read_estimates(self.path)))
 
-    monkeypatch.setattr(results.EstimatesLog, "append", spy)
+    monkeypatch.setattr(records.EstimatesLog, "append", spy)
     out = tmp_path / "r"
     res = run(RunConfig(estimators=["smile", "nwj"], steps=50, mi="1,2", log_every=20, seed=3, **SMALL), out_dir=out,
               plot=False)
@@ -99,7 +100,7 @@ def test_estimates_appended_per_block_and_final_file_unchanged(tmp_path, monkeyp
     assert final[0] == "step,estimator,critic,true_mi,estimate,run_id,seed"
     assert [line.rsplit(",", 2)[0] for line in final[1:]] == legacy[1:]
     assert all(line.endswith(",r,3") for line in final[1:])
-    df = results.read_estimates(out / "estimates.csv")
+    df = records.read_estimates(out / "estimates.csv")
     np.testing.assert_allclose(df.estimate.to_numpy().reshape(2, 50), res.estimates, rtol=1e-5, atol=1e-6)
 
 
@@ -108,7 +109,7 @@ def test_a_diverged_estimator_is_logged_as_nan_from_its_step(tmp_path):
     res = run(RunConfig(estimators=["nwj", "smile"], steps=40, mi="1", lr=1e3, log_every=10, **SMALL), out_dir=out,
               plot=False)
     assert res.diverged == {"nwj": 1}               # lr 1e3: NWJ's exp term overflows at once
-    df = results.read_estimates(out / "estimates.csv")
+    df = records.read_estimates(out / "estimates.csv")
     for name, e in df.groupby("estimator"):
         bad = np.flatnonzero(~np.isfinite(e.sort_values("step").estimate.to_numpy()))
         if name in res.diverged:
@@ -120,18 +121,20 @@ def test_a_diverged_estimator_is_logged_as_nan_from_its_step(tmp_path):
 def test_reader_drops_a_cut_last_line_and_reads_old_files(tmp_path):
     p = tmp_path / "estimates.csv"
     p.write_text("step,estimator,critic,true_mi,estimate,run_id,seed\n0,nwj,joint,2,1.5,r,0\n1,nwj,joint,2,1.2")
-    df = results.read_estimates(p)
+    df = records.read_estimates(p, partial_last_line=True)      # a run that did not finish: whole lines
     assert df.step.tolist() == [0] and df.estimate.tolist() == [1.5]
+    with pytest.raises(mibench.errors.UnreadableInput, match="truncated"):     # a finished run's file: damaged
+        records.read_estimates(p)
     p.write_text("step,estimator,critic,true_mi,estimate\n0,nwj,joint,2,1.5\n")
-    df = results.read_estimates(p)
-    assert list(df.columns) == results.ESTIMATE_COLUMNS and df.run_id.isna().all()
+    df = records.read_estimates(p)
+    assert list(df.columns) == records.STREAM_ESTIMATE_COLUMNS and df.run_id.isna().all()
     p.write_text("step,estimator,critic,true_mi,estimate,run_id,seed\n")
-    assert len(results.read_estimates(p)) == 0
+    assert len(records.read_estimates(p)) == 0
 
 
 KILL_SCRIPT = """
 import sys
-from mibench.harness import RunConfig, run
+from mibench.protocols.stream_run import RunConfig, run
 run(RunConfig(task="gaussian", task_params={"dim": 2}, estimators=["smile", "dv"], hidden=8, layers=1, batch_size=16,
               device="cpu", steps=100_000, mi="2", log_every=25), out_dir=sys.argv[1], plot=False)
 """
@@ -153,17 +156,19 @@ def test_a_killed_run_keeps_whole_blocks(tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
-    assert json.loads((out / "config.json").read_text())["status"] == "running"
+    recorded = json.loads((out / "config.json").read_text())
+    assert recorded["status"] == "running" and recorded["writer"]["pid"] == proc.pid
+    assert records.run_status(recorded) == "stale"          # its writer is gone
     data = est.read_bytes()
     assert data.endswith(b"\n")
-    df = results.read_estimates(est)
+    df = records.read_estimates(est)
     n = len(df) // 2
     assert len(df) % (2 * 25) == 0 and n >= 75
     for name in ("smile-5", "dv"):
         assert df[df.estimator == name].step.tolist() == list(range(n))
     assert np.isfinite(df.estimate).all()
     runs = mibench.load_runs(tmp_path)                  # a partial run is loadable, marked as such
-    assert set(runs.status) == {"running"} and len(runs) == len(df)
+    assert set(runs.status) == {"stale"} and len(runs) == len(df)
     assert main(["plot", str(out), "-o", str(tmp_path / "fig")]) == 0    # and plottable: the logged steps
     assert (tmp_path / "fig" / "staircase.png").read_bytes()[:4] == b"\x89PNG"
     assert not (tmp_path / "fig" / "metrics.png").exists()
@@ -184,7 +189,7 @@ def test_load_runs(tmp_path):
     (old / "estimates.csv").write_text("\n".join(legacy_lines(a.names, "joint", a.true_mi, a.estimates)) + "\n")
     df = mibench.load_runs(tmp_path / "s")
     assert len(df) == 2 * 2 * 20
-    assert list(df.columns[:7]) == results.ESTIMATE_COLUMNS
+    assert list(df.columns[:7]) == records.STREAM_ESTIMATE_COLUMNS
     assert {"task", "task_params", "ds", "dr", "layers", "hidden", "batch_size", "lr", "steps", "schedule",
             "precision", "status", "diverged_step", "run_dir"} <= set(df.columns)
     by_run = df.groupby("run_id").agg(seed=("seed", "first"), n=("step", "size"), task=("task", "first"),
@@ -211,7 +216,7 @@ def test_load_runs_reads_committed_old_format_results():
 
 def test_rerun_from_config_is_bit_identical(tmp_path, capsys, monkeypatch):
     """``mibench run --config`` trains the same numbers, bit for bit, and writes the same file."""
-    import mibench.harness as harness
+    import mibench.protocols.stream_run as harness
 
     cfg = RunConfig(estimators=["smile", "infonce"], steps=30, mi="1,2", seed=5, **SMALL)
     first = run(cfg, out_dir=tmp_path / "first", plot=False)
@@ -242,7 +247,7 @@ def test_rerun_flags_override_and_are_recorded(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("content,match", [
-    (None, "no such file"),
+    (None, "does not exist"),
     ("{not json", "not valid JSON"),
     ('{"a": 1}', "not a mibench run config"),
     ('{"config": {"task": "gaussian", "bogus": 1}}', "does not know: bogus"),

@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pytest
 
-import mibench.harness
+import mibench.protocols.stream_run as stream_run
+import mibench.protocols.stream_training as stream_training
 from mibench.cli import main
 from mibench.errors import MibenchError
 from mibench.presets import PRESETS, load_preset
-from mibench.results import is_complete, read_config
+from mibench.records import is_complete, read_config
 from mibench.estimators import resolve_estimators
 from mibench.sweep import SweepSpec, load_spec, run_sweep
+from mibench.sweep.execute import lock_path
 
 TINY = {"tasks": [{"task": "gaussian", "params": {"dim": 2}}], "estimators": ["smile-5", "infonce"],
         "seeds": [0, 1], "steps": 30, "hidden": 8, "layers": 0, "batch_size": 16, "mi": "1,2", "device": "cpu"}
@@ -27,15 +29,16 @@ def tiny(**over):
 
 @pytest.fixture
 def count_runs(monkeypatch):
-    """Count harness.run calls made in this process (workers=1 runs cells in-process)."""
+    """Count streaming runs made in this process (workers=1 runs cells in-process)."""
     calls = []
-    real = mibench.harness.run
+    real = stream_run.run
 
-    def counting(cfg, *a, **k):
-        calls.append((cfg.task_params, cfg.seed))
-        return real(cfg, *a, **k)
+    def counting(prepared, *a, **k):
+        cfg = prepared[0]
+        calls.append((cfg.task_params, cfg.seed, k.get("resume")))
+        return real(prepared, *a, **k)
 
-    monkeypatch.setattr(mibench.harness, "run", counting)
+    monkeypatch.setattr(stream_run, "run", counting)
     return calls
 
 
@@ -83,6 +86,7 @@ def test_grid_expansion_and_names():
     ({"tasks": ["gaussian"], "mi": "banana"}, "--mi must be"),
     ({"tasks": ["gaussian"], "layers": "deep"}, "layers must be an integer"),
     ({"tasks": ["gaussian"], "seeds": []}, "empty list"),
+    ({"tasks": ["gaussian"], "layers": []}, "empty list"),
     ({"estimators": ["smile"]}, "needs 'tasks'"),
 ])
 def test_spec_mistakes_are_one_line_errors(data, match):
@@ -127,7 +131,7 @@ def test_cli_shorthand_dry_run_and_dump(tmp_path, capsys):
             "--set", "dim=2,4", "--out", str(tmp_path / "s"), "--dry-run"]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "4 cells (0 complete, 4 to run)" in out and "gaussian_dim4_joint-d2w256_b64_mistepwise_s1" in out
+    assert "4 cells (0 complete, 0 to resume, 4 to run)" in out and "gaussian_dim4_joint-d2w256_b64_mistepwise_s1" in out
     assert main(["sweep", "--preset", "depth", "--quick", "--dump-config"]) == 0
     dumped = tmp_path / "depth.yaml"
     dumped.write_text(capsys.readouterr().out)
@@ -140,7 +144,7 @@ def test_cli_shorthand_dry_run_and_dump(tmp_path, capsys):
     assert "--set expects" in capsys.readouterr().err
 
 
-def test_resume_skips_complete_and_redoes_partial(tmp_path, count_runs):
+def test_resume_skips_complete_continues_interrupted_redoes_failed(tmp_path, count_runs):
     out = tmp_path / "sw"
     spec = tiny()
     r1 = run_sweep(spec, out, workers=1, plot=False, log=lambda s: None)
@@ -150,38 +154,56 @@ def test_resume_skips_complete_and_redoes_partial(tmp_path, count_runs):
     manifest = json.loads((out / "sweep.json").read_text())
     assert manifest["status"] == "complete" and manifest["counts"]["complete"] == 2
     mtimes = {c: (c / "summary.csv").stat().st_mtime_ns for c in cells}
-    # simulate a run interrupted mid-way: status still "running", no summary
+    # the same sweep into its directory needs --resume (or --overwrite)
+    with pytest.raises(MibenchError, match="already holds this sweep .*--resume"):
+        run_sweep(spec, out, workers=1, plot=False, log=lambda s: None)
+    # a cell whose writer died mid-way (status "running", writer gone): continued, not redone
     cfg = read_config(cells[1])
     cfg["status"] = "running"
+    cfg["writer"] = {"host": cfg.get("writer", {}).get("host") or __import__("socket").gethostname(), "pid": 2**22 + 7}
     (cells[1] / "config.json").write_text(json.dumps(cfg))
     (cells[1] / "summary.csv").unlink()
-    (cells[1] / "stale.tmp").write_text("left over")
-    r2 = run_sweep(spec, out, workers=1, plot=False, log=lambda s: None)
-    assert (r2.ran, r2.skipped) == (1, 1) and len(count_runs) == 3 and count_runs[-1][1] == 1
+    r2 = run_sweep(spec, out, resume=True, workers=1, plot=False, log=lambda s: None)
+    assert (r2.ran, r2.skipped) == (1, 1) and len(count_runs) == 3 and count_runs[-1][1:] == (1, True)
     assert (cells[0] / "summary.csv").stat().st_mtime_ns == mtimes[cells[0]]   # not recomputed
-    assert is_complete(cells[1]) and not (cells[1] / "stale.tmp").exists()
-    # a third run does nothing; an edited spec is refused rather than mixed in
-    r3 = run_sweep(spec, out, workers=1, plot=False, log=lambda s: None)
-    assert r3.ran == 0 and len(count_runs) == 3
-    with pytest.raises(MibenchError, match="different config .*lr"):
-        run_sweep(tiny(lr=1e-3), out, workers=1, plot=False, log=lambda s: None)
-    assert len(json.loads((out / "sweep.json").read_text())["invocations"]) == 3
+    assert is_complete(cells[1])
+    # a failed cell is redone from the start (its directory cleared)
+    cfg = read_config(cells[1])
+    cfg["status"] = "failed"
+    (cells[1] / "config.json").write_text(json.dumps(cfg))
+    (cells[1] / "left-over.tmp").write_text("x")
+    r3 = run_sweep(spec, out, resume=True, workers=1, plot=False, log=lambda s: None)
+    assert r3.ran == 1 and count_runs[-1][2] is False and not (cells[1] / "left-over.tmp").exists()
+    # nothing left: nothing runs; an edited spec is refused rather than mixed in
+    r4 = run_sweep(spec, out, resume=True, workers=1, plot=False, log=lambda s: None)
+    assert r4.ran == 0 and len(count_runs) == 4
+    with pytest.raises(MibenchError, match="holds a different sweep.*--overwrite"):
+        run_sweep(tiny(lr=1e-3), out, resume=True, workers=1, plot=False, log=lambda s: None)
+    assert len(json.loads((out / "sweep.json").read_text())["invocations"]) == 4
+    # a sweep that extends it (one more seed) continues it with --resume; one with fewer cells is another sweep
+    r5 = run_sweep(tiny(seeds=[0, 1, 2]), out, resume=True, workers=1, plot=False, log=lambda s: None)
+    assert (r5.ran, r5.skipped) == (1, 2) and len(json.loads((out / "sweep.json").read_text())["cells"]) == 3
+    with pytest.raises(MibenchError, match="holds a different sweep"):
+        run_sweep(tiny(seeds=[0]), out, resume=True, workers=1, plot=False, log=lambda s: None)
+    # --overwrite replaces it
+    r6 = run_sweep(tiny(lr=1e-3), out, overwrite=True, workers=1, plot=False, log=lambda s: None)
+    assert r6.ran == 2 and len(json.loads((out / "sweep.json").read_text())["invocations"]) == 1
 
 
 def test_failed_cell_is_recorded_not_fatal(tmp_path, monkeypatch, capsys):
-    real = mibench.harness.run
+    real = stream_run.run
 
-    def flaky(cfg, *a, **k):
-        if cfg.seed == 1:
+    def flaky(prepared, *a, **k):
+        if prepared[0].seed == 1:
             raise RuntimeError("CUDA out of memory (simulated)")
-        return real(cfg, *a, **k)
+        return real(prepared, *a, **k)
 
-    monkeypatch.setattr(mibench.harness, "run", flaky)
+    monkeypatch.setattr(stream_run, "run", flaky)
     out = tmp_path / "sw"
     code = main(["sweep", "--task", "gaussian", "--set", "dim=2", "--estimator", "smile", "--seeds", "0,1",
                  "--steps", "20", "--hidden", "8", "--layers", "0", "--batch-size", "16", "--mi", "2",
                  "--device", "cpu", "--workers", "1", "--no-plot", "--out", str(out)])
-    assert code == 1
+    assert code == 3
     text = capsys.readouterr()
     assert "1 failed" in text.out and "CUDA out of memory" in text.out
     manifest = json.loads((out / "sweep.json").read_text())
@@ -194,8 +216,8 @@ def test_failed_cell_is_recorded_not_fatal(tmp_path, monkeypatch, capsys):
     assert "Traceback" in failed["traceback"]
     assert (out / "leaderboard.csv").is_file()     # built from the cells that finished
     # re-running retries only the failed cell (and succeeds now)
-    monkeypatch.setattr(mibench.harness, "run", real)
-    r = run_sweep(load_spec_from_manifest(out), out, workers=1, plot=False, log=lambda s: None)
+    monkeypatch.setattr(stream_run, "run", real)
+    r = run_sweep(load_spec_from_manifest(out), out, resume=True, workers=1, plot=False, log=lambda s: None)
     assert (r.ran, r.skipped, r.ok) == (1, 1, True)
     assert not (out / bad["dir"] / "failed.json").exists()
 
@@ -204,7 +226,7 @@ def test_training_error_is_reported_with_its_real_cause(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("NaN in the optimizer (simulated)")
 
-    monkeypatch.setattr(mibench.harness, "_train", boom)
+    monkeypatch.setattr(stream_training, "train", boom)
     out = tmp_path / "sw"
     report = run_sweep(tiny(seeds=[0]), out, workers=1, plot=False, log=lambda s: None)
     assert report.failed and "RuntimeError: NaN in the optimizer" in report.results[report.failed[0]].error
@@ -235,20 +257,20 @@ def test_kill_mid_sweep_then_resume(tmp_path, count_runs):
         os.killpg(proc.pid, signal.SIGKILL)
     finally:
         proc.wait(timeout=30)
-    assert (out / ".sweep.lock").exists()          # the dead driver's lock
+    assert lock_path(out).exists()          # the dead driver's lock (released by the OS)
     finished = {d.name: (d / "summary.csv").stat().st_mtime_ns for d in out.glob("gaussian_*") if is_complete(d)}
     assert 1 <= len(finished) < 3
     spec = SweepSpec.from_dict({"tasks": [{"task": "gaussian", "params": {"dim": 2}}], "estimators": "smile",
                                 "seeds": "0-2", "steps": 200, "hidden": 8, "layers": 0, "batch_size": 16, "mi": 2,
                                 "device": "cpu"})
     spec.name = json.loads((out / "sweep.json").read_text())["name"]
-    report = run_sweep(spec, out, workers=1, plot=False, log=lambda s: None)
+    report = run_sweep(spec, out, resume=True, workers=1, plot=False, log=lambda s: None)
     assert report.ok and report.skipped == len(finished) and report.ran == 3 - len(finished)
     assert len(count_runs) == 3 - len(finished)
     for name, mtime in finished.items():
         assert (out / name / "summary.csv").stat().st_mtime_ns == mtime
     assert all(is_complete(out / c.name) for c in spec.cells())
-    assert not (out / ".sweep.lock").exists()
+    assert not lock_path(out).with_suffix(".holder").exists()
 
 
 def test_local_process_pool(tmp_path):

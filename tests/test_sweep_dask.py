@@ -5,7 +5,7 @@ import os
 import pytest
 
 from mibench.cli import main
-from mibench.results import is_complete, read_config
+from mibench.records import is_complete, read_config
 from mibench.sweep import SweepSpec, run_sweep
 
 distributed = pytest.importorskip("dask.distributed")
@@ -40,7 +40,7 @@ def test_sweep_on_a_dask_cluster(tmp_path, cluster, capsys):
         assert read_config(out / c["dir"])["environment"]["torch_threads"] >= 1
     assert (out / "leaderboard.csv").is_file()
     # resume works across backends: everything is already complete
-    report = run_sweep(SweepSpec.from_dict(manifest["spec"]), out, workers=1, log=lambda s: None)
+    report = run_sweep(SweepSpec.from_dict(manifest["spec"]), out, resume=True, workers=1, log=lambda s: None)
     assert report.ran == 0 and report.skipped == 2
 
 

@@ -56,8 +56,11 @@ def run_data(args) -> int:
         return 0
     print(f"data directory: {st['data_dir']}  (from {st['origin']})")
     print(f"cache directory: {st['cache_dir']}")
+    damaged = []
     for ds in st["datasets"]:
-        mark = "present" if ds["present"] else "MISSING"
+        bad = [f["file"] for f in ds["files"] if str(f.get("status", "")).startswith("MISMATCH")]
+        mark = "MISSING" if not ds["present"] else "present, but a file does not match its md5" if bad else "present"
+        damaged += bad
         print(f"  {ds['dataset']:8s} {mark}")
         for f in ds["files"]:
             if f["present"]:
@@ -69,6 +72,12 @@ def run_data(args) -> int:
         size = f"{e['bytes'] / 1e6:.2f} MB" if e["bytes"] else "?"
         print(f"  {name:8s} {e['file']:26s} {'present' if e['present'] else 'MISSING':8s} shape {e['shape']}  {size}")
     print(f"cached IMDB embeddings: {', '.join(st['embedding_caches']) or 'none'}")
+    if damaged:
+        from ..errors import EXIT_BAD_INPUT
+
+        print(f"mibench data: {len(damaged)} file(s) do not match their md5 (truncated or modified): "
+              f"{', '.join(damaged)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     return 0
 
 

@@ -5,19 +5,29 @@ All return numpy arrays; nothing here imports torchvision or PIL.
 from __future__ import annotations
 
 import gzip
+import zlib
 import pickle
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import MibenchError
+from ..errors import MibenchError, UnreadableInput
 from .sources import CIFAR_DIR, DATASETS, IMDB_CSV, ensure_dataset, present_files
 
 
+def _damaged(path, exc: BaseException):
+    """A data file that cannot be decoded (cut off, corrupted): one line, exit code 4."""
+    return UnreadableInput(f"{path} is truncated or damaged ({type(exc).__name__}: {exc}); fetch it again "
+                           "(its md5 was not checked: MIBENCH_SKIP_MD5 is set)")
+
+
 def _read_idx(path: Path) -> np.ndarray:
-    with gzip.open(path, "rb") as f:
-        data = f.read()
+    try:
+        with gzip.open(path, "rb") as f:
+            data = f.read()
+    except (EOFError, OSError, zlib.error) as exc:
+        raise _damaged(path, exc) from None
     magic = int.from_bytes(data[0:4], "big")
     if magic >> 8 != 0x08:  # unsigned byte
         raise MibenchError(f"{path} is not an IDX uint8 file (magic {magic:#x})")
@@ -58,8 +68,11 @@ def load_mnist(data_dir=None, split: str = "train", download: bool = False):
 def _load_cifar_cached(root: str, names: tuple[str, ...]):
     images, labels = [], []
     for name in names:
-        with open(Path(root) / CIFAR_DIR / name, "rb") as f:
-            batch = pickle.load(f, encoding="bytes")
+        try:
+            with open(Path(root) / CIFAR_DIR / name, "rb") as f:
+                batch = pickle.load(f, encoding="bytes")
+        except (EOFError, pickle.UnpicklingError, ValueError) as exc:
+            raise _damaged(Path(root) / CIFAR_DIR / name, exc) from None
         data = batch.get(b"data", batch.get("data"))
         lab = batch.get(b"labels", batch.get("labels"))
         data = np.asarray(data, dtype=np.uint8)
@@ -84,7 +97,10 @@ def load_cifar10(data_dir=None, download: bool = False):
 def _load_imdb_cached(path: str):
     import pandas as pd
 
-    df = pd.read_csv(path, compression="gzip", dtype={"text": str, "label": "int8", "split": str})
+    try:
+        df = pd.read_csv(path, compression="gzip", dtype={"text": str, "label": "int8", "split": str})
+    except (EOFError, OSError, zlib.error, ValueError, pd.errors.ParserError) as exc:
+        raise _damaged(path, exc) from None
     missing = {"text", "label", "split"} - set(df.columns)
     if missing:
         raise MibenchError(f"{path}: missing columns {sorted(missing)} (expected text,label,split,id,rating)")

@@ -82,7 +82,7 @@ def js_paper_estimate(scores: torch.Tensor) -> torch.Tensor:
     """The benchmark authors' readout of the JS-trained critic (their public code): NWJ on f itself,
     E_p[f] - E_{p(x)p(y)}[e^{f-1}].  At the JS optimum f* = log p/(pp) this is I - 1/e nats
     (I - 0.531 bits), i.e. 1/e nats below :func:`js_estimate`; kept so numbers can be compared
-    with the paper's JS column (issue 14)."""
+    with the paper's JS column."""
     return nwj_bound(scores)
 
 

@@ -313,3 +313,7 @@ class Histogram:
             raise MibenchError(f"{self.name} bins one variable against one: x has {x.shape[1]} and y "
                                f"{y.shape[1]} dimensions (use ksg, gaussian or a neural estimator)")
         return float(plugin_mi(equal_width_bins(x[:, 0], self.bins), equal_width_bins(y[:, 0], self.bins)))
+
+
+#: the sample estimators of this module by class name (the registry builds them lazily by name)
+SAMPLE_ESTIMATORS = {"KSG": KSG, "GaussianCCA": GaussianCCA, "Histogram": Histogram}

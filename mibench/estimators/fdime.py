@@ -2,10 +2,10 @@
 
 * **f-DIME** — Letizia, Novello & Tonello (NeurIPS 2024), "Mutual information estimation via
   f-divergence and data derangements".  The critic is trained with the variational representation
-  of the KL, squared-Hellinger or GAN f-divergence (:func:`~mibench.estimators.bounds.fdime_objective`)
+  of the KL, squared-Hellinger or GAN f-divergence (:func:`~mibench.estimators.fdime_objective`)
   whose product-of-marginals samples are the batch's y's *deranged* (each x_i paired with
   y_{i+1 mod K}: K negatives, never a joint pair, §4 of the paper); the estimate is the readout
-  E_p[log R(D)] on the joint pairs (:func:`~mibench.estimators.bounds.fdime_estimate`).  Each variant
+  E_p[log R(D)] on the joint pairs (:func:`~mibench.estimators.fdime_estimate`).  Each variant
   trains its own critic.  The readout is not a bound: it can exceed the truth.
 * **alpha-InfoNCE** — Poole, Ozair, van den Oord, Alemi & Tucker (ICML 2019) §2.5, the interpolated
   multi-sample bound between InfoNCE (alpha = 1) and NWJ / TUBA (alpha = 0), trained and reported;
@@ -18,7 +18,8 @@ import math
 import torch
 from torch import nn
 
-from . import Estimator, bounds
+from .bounds import FDIME_VARIANTS, alpha_infonce_bound, fdime_estimate, fdime_objective
+from .heads import Estimator
 
 
 class FDIMEEstimator(Estimator):
@@ -26,16 +27,16 @@ class FDIMEEstimator(Estimator):
 
     def __init__(self, variant: str):
         super().__init__()
-        if variant not in bounds.FDIME_VARIANTS:
+        if variant not in FDIME_VARIANTS:
             raise ValueError(f"unknown f-DIME variant {variant!r}")
         self.variant = variant
 
     def value(self, scores):
-        return bounds.fdime_estimate(scores, self.variant)
+        return fdime_estimate(scores, self.variant)
 
     def forward(self, scores):
-        loss = -bounds.fdime_objective(scores, self.variant)
-        return loss, bounds.fdime_estimate(scores.detach(), self.variant)
+        loss = -fdime_objective(scores, self.variant)
+        return loss, fdime_estimate(scores.detach(), self.variant)
 
 
 class AlphaInfoNCEEstimator(Estimator):
@@ -52,4 +53,4 @@ class AlphaInfoNCEEstimator(Estimator):
         return 1.0 + math.log((batch_size - 1) / self.alpha) if batch_size > 1 else math.inf
 
     def value(self, scores):
-        return bounds.alpha_infonce_bound(scores, self.alpha, self.log_baseline)
+        return alpha_infonce_bound(scores, self.alpha, self.log_baseline)

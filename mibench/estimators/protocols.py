@@ -1,4 +1,4 @@
-"""The estimator interfaces mibench benchmarks (issue 12), as small protocols in the style of bmi's
+"""The estimator interfaces mibench benchmarks, as small protocols in the style of bmi's
 ``src/bmi/interface.py``.  Three kinds of estimator, one registry (``mibench.estimators.ESTIMATORS``):
 
 ``"critic"``  -- :class:`CriticBound`: today's :class:`mibench.estimators.Estimator` ``nn.Module``
@@ -25,18 +25,16 @@
 A plain function ``f(x, y) -> float`` (nats) is a black-box estimator too: :func:`as_estimator`
 wraps it in :class:`FunctionEstimator` (a ``seed`` keyword is passed when ``f`` accepts one).
 
-Plug-ins (see :mod:`mibench.plugins`): a name ``package.module:Name`` is resolved by import, names in
-the ``mibench.estimators`` entry-point group are discovered, and ``mibench.register_estimator`` adds
-objects at run time; :class:`PluginRegistry` (the class of ``ESTIMATORS``) does the look-up.
+Plug-ins: a name ``package.module:Name`` is resolved by import and names in the
+``mibench.estimators`` entry-point group are discovered (:mod:`mibench.estimators.plugins`);
+``mibench.register_estimator`` adds objects at run time (:mod:`mibench.plugins`).
 """
 from __future__ import annotations
 
 import inspect
-import math
 from typing import Any, Callable, Protocol, runtime_checkable
 
 from ..errors import MibenchError
-from ..registry import Entry, Registry
 
 CRITIC = "critic"
 BLACK_BOX = "black-box"
@@ -170,71 +168,3 @@ def factory_for(obj: Any, name: str | None = None) -> Callable[[], Any]:
             return lambda: as_estimator(obj(), name)
     as_estimator(obj, name)
     return lambda: obj
-
-
-class PluginRegistry(Registry):
-    """``Registry`` that also resolves ``package.module:Name`` specs and ``mibench.estimators``
-    entry points (loaded lazily, see :mod:`mibench.plugins`)."""
-
-    def get(self, name: str) -> Entry:
-        try:
-            return super().get(name)
-        except MibenchError as unknown:
-            from .. import plugins
-
-            text = str(name).strip()
-            if plugins.is_module_spec(text):
-                return plugins.module_entry(text)
-            entry = plugins.entry_point_entry(text)
-            if entry is not None:
-                return entry
-            names = plugins.entry_point_names()
-            if names:
-                raise MibenchError(f"{unknown} (plug-ins installed: {', '.join(names)})") from None
-            raise
-
-    def names(self) -> list[str]:
-        return super().names()
-
-
-def estimator_entry(name) -> Entry:
-    from . import ESTIMATORS
-
-    return ESTIMATORS.get(name)
-
-
-def estimator_kind(name: str) -> str:
-    """Kind of a registered (or ``module:Name`` / entry-point) estimator name."""
-    return kind_of(estimator_entry(name).obj())
-
-
-def is_sample_based(name: str) -> bool:
-    return estimator_kind(name) in SAMPLE_KINDS
-
-
-def make_sample_estimator(name: str):
-    """A fresh sample-based estimator object for ``name`` (refused in one line if it is a critic head)."""
-    obj = estimator_entry(name).obj()
-    if kind_of(obj) not in SAMPLE_KINDS:
-        raise MibenchError(f"estimator {name!r} is a critic bound; under the sample protocol it runs through "
-                           "mibench.estimate")
-    return obj
-
-
-def require_streamable(names) -> None:
-    """Refuse, in one line, sample-only estimators in a streaming run."""
-    for name in names:
-        kind = estimator_kind(name)
-        if kind in SAMPLE_KINDS:
-            raise MibenchError(f"estimator {name!r} is {kind}: it runs only under the sample protocol "
-                               "(pass --n N, e.g. --n 10000)")
-
-
-def check_estimate_value(value) -> float:
-    """An estimate as a float, or a one-line error for non-numbers (NaN/inf are kept: they are
-    recorded as failed estimates by the sample protocol)."""
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise MibenchError(f"estimate returned {type(value).__name__}, not a number") from None
-    return out

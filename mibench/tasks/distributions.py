@@ -33,7 +33,6 @@ returns a fixed dataset of n pairs at a given MI and seed (one ``sample(n, ...)`
 from __future__ import annotations
 
 import math
-import re
 from functools import lru_cache
 
 import numpy as np

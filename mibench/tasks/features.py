@@ -1,4 +1,4 @@
-"""Your own features as a task: ``--task features:FILE.npz`` (issue 12).
+"""Your own features as a task: ``--task features:FILE.npz``.
 
 The file holds ``features`` (n, d) numbers and integer ``labels`` (n,) with C >= 2 classes.  The
 task is the vision / text construction (paper 002 §4.3-4.5, Lee et al. 2023 Thm 3.2) on your items:
@@ -89,8 +89,13 @@ def filter_one_vs_rest(features: np.ndarray, labels: np.ndarray, n_classes: int,
 def load_features_file(path) -> tuple[np.ndarray, np.ndarray, str]:
     """(features float32 (n, d), labels int64 (n,), sha256) with one-line errors for bad files."""
     p = Path(path).expanduser()
+    if p.is_dir():
+        raise MibenchError(f"features file {str(path)!r} is a directory; give an .npz file with 'features' and 'labels'")
     if not p.is_file():
         raise MibenchError(f"features file {str(path)!r} not found")
+    if p.read_bytes()[:4] != b"PK\x03\x04":
+        raise MibenchError(f"features file {p.name} is not an .npz archive (write one with "
+                           "numpy.savez(path, features=..., labels=...))")
     try:
         with np.load(p, allow_pickle=False) as z:
             keys = set(z.files)

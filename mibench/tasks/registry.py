@@ -2,7 +2,7 @@
 builds one (task modules register themselves by importing ``TASKS`` from here)."""
 from __future__ import annotations
 
-from ..errors import MibenchError
+from ..checks import check_task_params
 from ..registry import Registry
 
 TASKS: Registry = Registry("task")
@@ -18,19 +18,12 @@ def make_task(name: str, device="cpu", **params):
     **params : the task's parameters; ``transform`` / ``layer`` wrap the task in an encoder
         (:mod:`mibench.tasks.transformed`).
     """
-    import inspect
-
     transform, layer = params.pop("transform", None), params.pop("layer", None)
     if transform is not None or layer is not None:
         from .transformed import check_transform, wrap
 
         check_transform(transform, layer)  # bad names fail before any data is loaded
     entry = TASKS.get(name)
-    factory = entry.obj
-    accepted = inspect.signature(factory).parameters
-    for key in params:
-        if key not in accepted:
-            ok = sorted(k for k in accepted if k != "device")
-            raise MibenchError(f"task {entry.name!r} does not take {key!r}; it takes: {', '.join(ok) or 'nothing'}")
-    task = factory(device=device, **params)
+    params = check_task_params(entry.name, entry.obj, params, passthrough=())
+    task = entry.obj(device=device, **params)
     return task if transform is None and layer is None else wrap(task, transform, layer)

@@ -1,0 +1,209 @@
+"""The estimator registry ``ESTIMATORS``: every built-in estimator by name, with the families of
+names (``smile-<tau>``, ``alpha-infonce-<alpha>``, ``ksg-<k>``, ``histogram-<bins>``), plug-ins found
+by ``package.module:Name`` or entry point (:class:`~mibench.estimators.plugins.PluginRegistry`),
+and the look-ups built on it (canonical names, kinds, the critics the streaming protocol trains)."""
+from __future__ import annotations
+
+import math
+
+from ..errors import MibenchError
+from ..registry import Entry
+from .bounds import dv_bound, infonce_bound, js_estimate, js_paper_estimate, nwj_bound, smile_bound
+from .heads import BoundEstimator, Estimator, JSTrainedEstimator, MINEEstimator, TUBAEstimator
+from .plugins import PluginRegistry
+from .protocols import SAMPLE_KINDS, kind_of
+
+ESTIMATORS: PluginRegistry = PluginRegistry("estimator")
+
+
+def _log_k(k: int) -> float:
+    return math.log(k)
+
+
+ESTIMATORS.add("nwj", "NWJ / f-GAN KL / MINE-f bound, a(y) = e (trained and reported)", lambda: BoundEstimator(nwj_bound))
+ESTIMATORS.add("js", "trained with the Jensen-Shannon f-GAN objective, reported with NWJ on f + 1", lambda: JSTrainedEstimator(js_estimate))
+ESTIMATORS.add("js-paper", "the paper's JS readout (authors' code): the JS-trained critic (shared with js) reported "
+               "with NWJ on f, 1/e nats = 0.53 bits below js at the optimum", lambda: JSTrainedEstimator(js_paper_estimate))
+ESTIMATORS.add("infonce", "InfoNCE / CPC contrastive bound; cannot exceed log K (batch size)", lambda: BoundEstimator(infonce_bound, ceiling=_log_k), aliases=("nce", "cpc"))
+ESTIMATORS.add("dv", "Donsker-Varadhan bound (trained and reported)", lambda: BoundEstimator(dv_bound))
+ESTIMATORS.add("mine", "DV value; gradient de-biased with an EMA (0.9) of the partition term", lambda: MINEEstimator())
+ESTIMATORS.add("smile-5", "SMILE (alias smile), tau = 5: JS-trained critic, DV with partition term clipped to [-5, 5]",
+               lambda: JSTrainedEstimator(lambda s: smile_bound(s, 5.0)), aliases=("smile",))
+ESTIMATORS.add("tuba", "TUBA bound with a learned constant baseline", lambda: TUBAEstimator())
+
+
+def _smile_factory(match) -> Entry:
+    tau_text = match.group(1).lower()
+    if tau_text in ("inf", "infinity"):
+        tau, name = None, "smile-inf"
+    else:
+        tau = float(tau_text)
+        if not math.isfinite(tau) or tau <= 0:
+            raise MibenchError(f"SMILE clip tau must be > 0, got {tau_text!r}")
+        name = f"smile-{tau:g}"
+    desc = f"SMILE with clip tau = {tau_text}"
+    return Entry(name, desc, lambda: JSTrainedEstimator(lambda s: smile_bound(s, tau)))
+
+
+ESTIMATORS.add_pattern(r"smile-(inf|infinity|[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)", "smile-<tau> (e.g. smile-1, smile-5, smile-inf)", _smile_factory)
+
+#: the paper's estimator line-up (Table 3), used by ``--estimator all``
+PAPER_ESTIMATORS = ["nwj", "js", "infonce", "dv", "mine", "smile-1", "smile-5", "smile-inf"]
+
+
+def resolve_estimators(spec) -> list[str]:
+    """``"smile,nwj"`` / ``["smile"]`` / ``"all"`` -> canonical names (validated, de-duplicated)."""
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    names: list[str] = []
+    for item in items:
+        item = item.strip()
+        if not item:
+            continue
+        for name in (PAPER_ESTIMATORS if item.lower() == "all" else [ESTIMATORS.get(item).name]):
+            if name not in names:
+                names.append(name)
+    if not names:
+        raise MibenchError("no estimator given")
+    return names
+
+
+def make_estimator(name: str) -> Estimator:
+    return ESTIMATORS.get(name).obj()
+
+
+def training_key(name: str) -> str:
+    """What a critic trained for estimator ``name`` is trained by: its shared objective, or its name."""
+    return make_estimator(name).training_objective or ESTIMATORS.get(name).name
+
+
+def training_groups(names: list[str]) -> dict[str, list[int]]:
+    """Indices into ``names`` keyed by :func:`training_key`, in order of first appearance: one
+    critic is trained per group.  ``["nwj", "js", "smile-5"]`` -> ``{"nwj": [0], "js-fgan": [1, 2]}``."""
+    groups: dict[str, list[int]] = {}
+    for i, name in enumerate(names):
+        groups.setdefault(training_key(name), []).append(i)
+    return groups
+
+
+# --- f-DIME and alpha-InfoNCE: score-matrix heads in .fdime, bounds in .bounds -------------------------
+
+def _fdime(variant: str):
+    def factory():
+        from .fdime import FDIMEEstimator
+
+        return FDIMEEstimator(variant)
+
+    return factory
+
+
+ESTIMATORS.add("f-dime-kl", "f-DIME, KL divergence, derangement training (Letizia et al. 2024); readout E_p[log D]",
+               _fdime("kl"), aliases=("kl-dime",))
+ESTIMATORS.add("f-dime-hd", "f-DIME, squared Hellinger, derangement training (Letizia et al. 2024); readout E_p[log 1/D^2]",
+               _fdime("hd"), aliases=("hd-dime",))
+ESTIMATORS.add("f-dime-gan", "f-DIME (alias f-dime), GAN divergence, derangement training (Letizia et al. 2024); "
+               "readout E_p[log (1-D)/D]", _fdime("gan"), aliases=("f-dime", "gan-dime"))
+
+
+def _alpha_infonce_entry(text: str) -> Entry:
+    alpha = float(text)
+    if not 0.0 < alpha < 1.0:
+        raise MibenchError(f"alpha-InfoNCE needs 0 < alpha < 1, got {text!r} (alpha 1 is infonce, 0 is tuba/nwj)")
+
+    def factory():
+        from .fdime import AlphaInfoNCEEstimator
+
+        return AlphaInfoNCEEstimator(alpha)
+
+    return Entry(f"alpha-infonce-{alpha:g}", f"alpha-InfoNCE (Poole et al. 2019 §2.5), alpha = {alpha:g}", factory)
+
+
+ESTIMATORS.add_pattern(r"alpha-infonce-([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)", "alpha-infonce-<alpha> (0 < alpha < 1)",
+                       lambda m: _alpha_infonce_entry(m.group(1)))
+ESTIMATORS.add("alpha-infonce-0.5", "alpha-InfoNCE (alias alpha-infonce): Poole et al. 2019 §2.5 interpolation of "
+               "InfoNCE and NWJ, alpha = 0.5, learned baseline", _alpha_infonce_entry("0.5").obj,
+               aliases=("alpha-infonce",))
+
+
+# --- classical black-box estimators: mibench.estimators.classical -------------------------------------
+
+def _baseline(cls_name: str, *args):
+    def factory():
+        from .classical import SAMPLE_ESTIMATORS
+
+        return SAMPLE_ESTIMATORS[cls_name](*args)
+
+    return factory
+
+
+def _int_param(text: str, what: str, least: int) -> int:
+    value = int(text)
+    if value < least:
+        raise MibenchError(f"{what} must be >= {least}, got {text}")
+    return value
+
+
+ESTIMATORS.add("ksg", "black-box: Kraskov-Stoegbauer-Grassberger k-NN estimator 1, k = 3 (sample protocol)",
+               _baseline("KSG", 3))
+ESTIMATORS.add("gaussian", "black-box: Gaussian closed form / CCA on sample covariances (sample protocol)",
+               _baseline("GaussianCCA"), aliases=("cca",))
+ESTIMATORS.add("histogram", "black-box: plug-in MI on 20 equal-width bins, 1-d x and y only (sample protocol)",
+               _baseline("Histogram", 20))
+ESTIMATORS.add_pattern(r"ksg-([0-9]+)", "ksg-<k> (k nearest neighbours)",
+                       lambda m: Entry(f"ksg-{int(m.group(1))}", f"KSG estimator 1 with k = {int(m.group(1))}",
+                                       _baseline("KSG", _int_param(m.group(1), "ksg k", 1))))
+ESTIMATORS.add_pattern(r"histogram-([0-9]+)", "histogram-<bins>",
+                       lambda m: Entry(f"histogram-{int(m.group(1))}", f"plug-in MI on {int(m.group(1))} bins",
+                                       _baseline("Histogram", _int_param(m.group(1), "histogram bins", 2))))
+
+
+# --- generative: mibench.estimators.generative --------------------------------------------------------
+
+def _doe_flow():
+    from .generative import DoEFlow
+
+    return DoEFlow()
+
+
+ESTIMATORS.add("doe-flow", "generative: difference of entropies H(Y) - H(Y|X) with two normalising flows "
+               "(McAllester & Stratos 2020; RealNVP), held-out (sample protocol)", _doe_flow)
+
+
+def estimator_entry(name) -> Entry:
+    return ESTIMATORS.get(name)
+
+
+def estimator_kind(name: str) -> str:
+    """Kind of a registered (or ``module:Name`` / entry-point) estimator name."""
+    return kind_of(estimator_entry(name).obj())
+
+
+def is_sample_based(name: str) -> bool:
+    return estimator_kind(name) in SAMPLE_KINDS
+
+
+def make_sample_estimator(name: str):
+    """A fresh sample-based estimator object for ``name`` (refused in one line if it is a critic head)."""
+    obj = estimator_entry(name).obj()
+    if kind_of(obj) not in SAMPLE_KINDS:
+        raise MibenchError(f"estimator {name!r} is a critic bound; under the sample protocol it runs through "
+                           "mibench.estimate")
+    return obj
+
+
+def require_streamable(names) -> None:
+    """Refuse, in one line, sample-only estimators in a streaming run."""
+    for name in names:
+        kind = estimator_kind(name)
+        if kind in SAMPLE_KINDS:
+            raise MibenchError(f"estimator {name!r} is {kind}: it runs only under the sample protocol "
+                               "(pass --n N, e.g. --n 10000)")
+
+
+def check_estimate_value(value) -> float:
+    """An estimate as a float, or a one-line error for non-numbers (NaN/inf are kept: they are
+    recorded as failed estimates by the sample protocol)."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise MibenchError(f"estimate returned {type(value).__name__}, not a number") from None
+    return out

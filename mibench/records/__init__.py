@@ -1,0 +1,54 @@
+"""Run records: every run-directory format mibench writes and reads, and nothing above them.
+
+* :mod:`.io` -- atomic writes, strict CSV / JSON reads, checksums;
+* :mod:`.formats` -- ``estimates.csv``, ``sample_estimates.csv``, ``summary.csv``;
+* :mod:`.run_dir` -- ``config.json``: status (``stale`` for a dead writer), heartbeat, checksums,
+  what ``--out DIR`` means (:func:`claim`), finding run directories;
+* :mod:`.manifest` -- a sweep's ``sweep.json``;
+* :mod:`.collect` -- complete runs below some paths, for the leaderboard and plots.
+
+This package imports nothing of mibench but :mod:`mibench.errors`; everything that reads or writes
+a run directory goes through it.
+"""
+from .collect import Collection, RunRecord, collect
+from .formats import (
+    EstimatesLog,
+    SAMPLE_ESTIMATE_COLUMNS,
+    SAMPLE_OUTCOMES,
+    SAMPLE_SUMMARY_EXTRA,
+    STREAM_ESTIMATE_COLUMNS,
+    SUMMARY_COLUMNS,
+    read_estimates,
+    read_sample_estimates,
+    read_summary,
+    write_estimates,
+    write_sample_estimates,
+    write_summary,
+)
+from .io import atomic_path, file_digest, read_csv_rows, read_json, write_bytes, write_json, write_rows, write_text
+from .manifest import SweepManifest, read_manifest
+from .run_dir import (
+    CONFIG,
+    MANIFEST,
+    Claim,
+    RunWriter,
+    claim,
+    config_diff,
+    find_run_dirs,
+    fingerprint,
+    is_complete,
+    read_config,
+    run_status,
+    sweep_cells,
+    unique_dir,
+    verify_files,
+)
+
+__all__ = [
+    "Collection", "RunRecord", "collect", "EstimatesLog", "SAMPLE_ESTIMATE_COLUMNS", "SAMPLE_OUTCOMES",
+    "SAMPLE_SUMMARY_EXTRA", "STREAM_ESTIMATE_COLUMNS", "SUMMARY_COLUMNS", "read_estimates", "read_sample_estimates",
+    "read_summary", "write_estimates", "write_sample_estimates", "write_summary", "atomic_path", "file_digest",
+    "read_csv_rows", "read_json", "write_bytes", "write_json", "write_rows", "write_text", "SweepManifest",
+    "read_manifest", "CONFIG", "MANIFEST", "Claim", "RunWriter", "claim", "config_diff", "find_run_dirs",
+    "fingerprint", "is_complete", "read_config", "run_status", "sweep_cells", "unique_dir", "verify_files",
+]

@@ -1,0 +1,295 @@
+"""``mibench report``: a static, self-contained leaderboard page.
+
+``write_site(paths, out)`` writes ``out/index.html`` (a Jinja2 template, autoescaped) next to
+``assets/`` (the page's CSS and script, and the vendored table-sorting library, tablesort, MIT),
+``figures/<setup>/`` (PNG), ``leaderboard.csv`` (the table of every setup) and ``repro/`` (each
+sweep's recorded spec as YAML).  No server and no network: every link is relative, so the
+directory opens from disk and can be published as it is.
+"""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+from ..errors import MibenchError
+
+HERE = Path(__file__).resolve().parent
+TEMPLATES = HERE / "templates"
+ASSETS = HERE / "assets"
+
+#: table columns: (leaderboard column or derived key, heading, numeric?, has a 95% CI column)
+COLUMNS = [
+    ("rank", "rank", True, False),
+    ("estimator", "estimator", False, False),
+    ("kind", "kind", False, False),
+    ("true_mi", "true MI (bits)", True, False),
+    ("mean_estimate", "mean estimate (bits)", True, True),
+    ("bias", "bias (bits)", True, True),
+    ("variance", "variance (bits²)", True, True),
+    ("mse", "MSE (bits²)", True, True),
+    ("rank_score", "rank score", True, False),
+    ("n_seeds", "seeds", True, False),
+    ("seconds", "s / estimate", True, False),
+    ("n_parameters", "parameters", True, False),
+    ("status", "status", False, False),
+]
+
+
+def _float(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+#: columns shown as whole numbers
+INTEGER_COLUMNS = {"rank", "n_seeds", "n_parameters"}
+
+
+def fmt_number(v, integer: bool = False) -> str:
+    x = _float(v)
+    if math.isnan(x):
+        return "—"
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    if integer:
+        return f"{int(round(x)):,}"
+    if x == 0:
+        return "0"
+    return f"{x:.3g}" if abs(x) >= 1e4 or abs(x) < 1e-3 else f"{x:.3f}"
+
+
+def sort_key(v) -> str:
+    """The ``data-sort`` value of a numeric cell: a number JavaScript's parseFloat reads exactly
+    (``Infinity`` included); empty for a missing value (sorted below every number)."""
+    x = _float(v)
+    if math.isnan(x):
+        return ""
+    return ("Infinity" if x > 0 else "-Infinity") if math.isinf(x) else repr(x)
+
+
+def status_text(row: dict) -> str:
+    n = int(_float(row.get("n_seeds")) or 0)
+    k = int(_float(row.get("diverged_seeds")) or 0)
+    parts = []
+    if k:
+        from ..protocols import get_protocol
+
+        what = get_protocol(str(row.get("protocol") or "stream")).failure_word
+        parts.append(f"{what} in {k} of {n} seed{'s' if n != 1 else ''}")
+    mi_status = str(row.get("mi_status") or "")
+    if mi_status:
+        parts.append(", ".join(p.replace(":", " ×") for p in mi_status.split(";") if p))
+    return "; ".join(parts) or "ok"
+
+
+def columns_for(setup) -> list[tuple]:
+    """The table columns of a setup (those its protocol leaves empty are not shown)."""
+    return [c for c in COLUMNS if c[0] not in setup.protocol.empty_columns]
+
+
+def table_rows(setup) -> list[list[dict]]:
+    """Cells of a setup's table: ``text`` (shown), ``sort`` (numeric cells' data-sort), ``ci``."""
+    out = []
+    for r in setup.rows:
+        cells = []
+        for key, _, numeric, has_ci in columns_for(setup):
+            value = status_text(r) if key == "status" else r.get(key)
+            if numeric:
+                ci = _float(r.get(f"{key}_ci95")) if has_ci else float("nan")
+                cells.append({"text": fmt_number(value, key in INTEGER_COLUMNS), "sort": sort_key(value),
+                              "ci": "" if math.isnan(ci) else f"± {fmt_number(ci)}"})
+            else:
+                cells.append({"text": "" if value is None else str(value), "sort": None, "ci": ""})
+        out.append(cells)
+    return out
+
+
+def _environment(runs) -> list[tuple[str, str]]:
+    """A few facts common to (or ranges over) the runs' config.json."""
+    def values(get):
+        vals = []
+        for _, cfg in runs:
+            try:
+                v = get(cfg)
+            except (KeyError, TypeError, AttributeError):
+                continue
+            if v not in (None, "") and str(v) not in vals:
+                vals.append(str(v))
+        return ", ".join(vals)
+
+    facts = [("mibench", values(lambda c: c["environment"]["mibench"])),
+             ("torch", values(lambda c: c["environment"]["torch"])),
+             ("python", values(lambda c: c["environment"]["python"])),
+             ("device", values(lambda c: c["environment"].get("device_name") or c["environment"]["device"])),
+             ("torch threads per run", values(lambda c: c["environment"]["torch_threads"]))]
+    walls = [float(c.get("wall_seconds")) for _, c in runs if isinstance(c.get("wall_seconds"), (int, float))]
+    if walls:
+        facts.append(("wall seconds summed over runs", f"{sum(walls):,.0f} s"))
+    return [(k, v) for k, v in facts if v]
+
+
+def _run_rows(runs) -> list[dict]:
+    rows = []
+    for shown, cfg in runs:
+        from ..protocols import protocol_of
+
+        c = cfg.get("config") or {}
+        seeds = protocol_of(cfg).seeds_of(cfg)
+        wall = _float(cfg.get("wall_seconds"))
+        rows.append({"dir": shown, "status": cfg.get("status", ""), "task": c.get("task", ""),
+                     "estimators": ", ".join(map(str, c.get("estimators") or [])),
+                     "seeds": ", ".join(map(str, seeds or [])), "started": cfg.get("started", ""),
+                     "wall": "—" if math.isnan(wall) else f"{wall:,.0f}", "wall_sort": sort_key(wall)})
+    return rows
+
+
+def _meta_facts(meta: dict | None) -> list[tuple[str, str]]:
+    if not meta:
+        return []
+    keys = [("generated", "leaderboard generated"), ("mibench", "mibench"), ("runs", "runs"),
+            ("seeds", "seeds"), ("steps", "steps"), ("sample_protocol_n", "sample protocol n"),
+            ("schedules", "MI schedules"), ("devices", "devices"), ("torch", "torch"),
+            ("torch_threads", "torch threads"), ("data_sources", "data"),
+            ("train_wall_seconds_total", "training wall seconds (summed)")]
+    out = []
+    for k, label in keys:
+        v = meta.get(k)
+        if v in (None, "", []):
+            continue
+        out.append((label, ", ".join(map(str, v)) if isinstance(v, list) else str(v)))
+    return out
+
+
+def _sweeps(source, site: Path, taken: set) -> list[dict]:
+    """Per sweep manifest: its facts, the recorded commands and its spec written as YAML."""
+    import yaml
+
+    out = []
+    for shown, m in source.manifests:
+        spec = m.get("spec")
+        spec_file = None
+        pins = _pins([cfg for run, cfg in source.runs if run.startswith(shown.rstrip("/") + "/")])
+        if isinstance(spec, dict) and pins:
+            spec = json.loads(json.dumps(spec))
+            for t in spec.get("tasks") or []:
+                if isinstance(t, dict) and t.get("task") in pins:
+                    t["params"] = {**(t.get("params") or {}), **pins[t["task"]]}
+        if isinstance(spec, dict):
+            stem = _unique("".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in str(m.get("name") or "sweep")),
+                           taken)
+            spec_file = f"repro/{stem}.yaml"
+            (site / "repro").mkdir(parents=True, exist_ok=True)
+            note = "".join(f"# {task}: {', '.join(f'{k} = {v!r}' for k, v in p.items())} set here: the runs used "
+                           "it (their task_info) and it is no longer the default\n" for task, p in pins.items())
+            (site / spec_file).write_text(f"# the spec recorded in {shown}/sweep.json\n{note}"
+                                          + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True, width=100))
+        invocations = m.get("invocations") or []
+        commands = [i["command"] for i in invocations if i.get("command")]
+        if not commands and m.get("command"):
+            commands = [m["command"]]
+        first = invocations[0] if invocations else m
+        rerun = f"mibench sweep {Path(spec_file).name} --out {shown}" if spec_file else None
+        if rerun and first.get("workers"):
+            rerun += f" --workers {first['workers']}"
+        if rerun and first.get("threads_per_worker"):
+            rerun += f" --threads {first['threads_per_worker']}"
+        walls = [float(i["wall_seconds"]) for i in invocations if isinstance(i.get("wall_seconds"), (int, float))]
+        facts = [("name", m.get("name")), ("description", (spec or {}).get("description")),
+                 ("status", m.get("status")), ("created", m.get("created")), ("updated", m.get("updated")),
+                 ("backend", m.get("backend")), ("workers × threads", f"{m.get('workers')} × {m.get('threads_per_worker')}"),
+                 ("wall time", f"{sum(walls):,.0f} s" if walls else None),
+                 ("cells", ", ".join(f"{k} {v}" for k, v in (m.get("counts") or {}).items()))]
+        out.append({"dir": shown, "facts": [(k, str(v)) for k, v in facts if v not in (None, "")],
+                    "commands": commands, "spec_file": spec_file, "rerun": rerun,
+                    "pins": [f"{task} {k} = {v}" for task, p in pins.items() for k, v in p.items()]})
+    return out
+
+
+def _pins(configs) -> dict:
+    """{task: {param: value}} of :func:`mibench.report.reading.pinned_params` over runs."""
+    from .reading import pinned_params
+
+    out: dict = {}
+    for cfg in configs:
+        p = pinned_params(cfg)
+        if p:
+            out.setdefault((cfg.get("config") or {}).get("task"), {}).update(p)
+    return out
+
+
+def _rerun_flags(cfg: dict) -> str:
+    from .reading import pinned_params
+
+    return "".join(f" --{k.replace('_', '-')} {v}" for k, v in pinned_params(cfg).items())
+
+
+def _unique(stem: str, taken: set) -> str:
+    name, i = stem or "sweep", 2
+    while name in taken:
+        name, i = f"{stem}-{i}", i + 1
+    taken.add(name)
+    return name
+
+
+def build_context(results, site: Path, command: str, title: str, figures: bool = True) -> dict:
+    from .._version import __version__
+    from .figures import metrics_figure, run_figures
+
+    setups = []
+    for s in results.setups:
+        if figures:
+            s.figures = [metrics_figure(s, site)] + run_figures(s, site)
+        shown_fields = s.protocol.shown_setup_fields(s.fields)
+        setups.append({"slug": s.slug, "label": s.label, "fields": shown_fields, "protocol": s.protocol.name,
+                       "n_rows": len(s.rows), "n_estimators": len({r["estimator"] for r in s.rows}),
+                       "rows": table_rows(s), "figures": s.figures,
+                       "columns": [{"key": k, "heading": h, "numeric": n} for k, h, n, _ in columns_for(s)],
+                       "best": s.rows[0]["estimator"] if s.rows else ""})
+    taken: set = set()
+    sources = []
+    for src in results.sources:
+        sources.append({"shown": src.shown, "meta": _meta_facts(src.meta),
+                        "leaderboard_command": (src.meta or {}).get("command"),
+                        "environment": _environment(src.runs), "runs": _run_rows(src.runs),
+                        "sweeps": _sweeps(src, site, taken),
+                        "loose_runs": [f"{shown}/config.json{_rerun_flags(cfg)}" for shown, cfg in src.runs
+                                       if not any(shown.startswith(sw.rstrip("/") + "/") for sw, _ in src.manifests)]})
+    return {"title": title, "version": __version__, "setups": setups, "sources": sources,
+            "estimators": results.estimators, "command": command, "n_rows": len(results.board)}
+
+
+def write_site(paths, out, *, shown=None, title: str = "MI estimator leaderboard", command: str | None = None,
+               figures: bool = True) -> Path:
+    """Write the page for ``paths`` (run / sweep / results directories) into ``out``; returns
+    ``out/index.html``.  ``shown``: the paths as the page names them (default as given)."""
+    import jinja2
+
+    from .reading import read_results
+
+    out = Path(out)
+    paths = [Path(p) for p in paths]
+    if out.exists() and not out.is_dir():
+        raise MibenchError(f"{out} is a file; give a directory for the site")
+    for p in paths:
+        if p.is_dir() and out.resolve() == p.resolve():
+            raise MibenchError(f"the site directory {out} is one of the result directories; choose another")
+    results = read_results(paths, shown)
+    for sub in ("figures", "repro", "assets"):     # a re-run replaces what it wrote before
+        shutil.rmtree(out / sub, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(ASSETS, out / "assets")
+    shown = [str(s) for s in (shown or paths)]
+    command = command or f"mibench report {' '.join(shown)} -o {out}"
+    ctx = build_context(results, out, command, title, figures=figures)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    html = env.get_template("index.html").render(**ctx)
+    results.board.to_csv(out / "leaderboard.csv", index=False)
+    index = out / "index.html"
+    tmp = index.with_name("index.html.tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(index)
+    return index

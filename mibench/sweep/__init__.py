@@ -1,0 +1,12 @@
+"""Sweeps: a grid of runs, each cell a normal run directory, resumable, on local processes or Dask.
+
+* :mod:`.spec` -- what the grid is (sweep configs, presets, the CLI shorthand -> cells);
+* :mod:`.plan` -- what an invocation does with each cell (run, resume, skip);
+* :mod:`.execute` -- where cells run and how the manifest ``sweep.json`` records them.
+"""
+from .execute import SweepReport, available_cores, execute_cell, run_sweep, sweep_lock
+from .plan import Plan, plan
+from .spec import Cell, SweepSpec, dump_spec_yaml, load_spec
+
+__all__ = ["Cell", "Plan", "SweepReport", "SweepSpec", "available_cores", "dump_spec_yaml", "execute_cell",
+           "load_spec", "plan", "run_sweep", "sweep_lock"]

@@ -1,0 +1,65 @@
+"""What a sweep invocation does with each cell: run it, resume it, or skip it as complete."""
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import MibenchError
+from .spec import Cell, SweepSpec
+
+
+@dataclass
+class Plan:
+    cells: list            # every cell of the sweep
+    todo: list             # cells to run (new, or redone after a failure)
+    resume: list           # cells to continue (interrupted or killed with the same config)
+    done: list             # complete cells
+
+    @property
+    def to_run(self) -> list:
+        return self.todo + self.resume
+
+
+def plan(spec: SweepSpec, out_dir) -> Plan:
+    """Classify the sweep's cells against ``out_dir``: complete cells (their recorded config must be
+    the cell's, else one line: an edited spec would otherwise mix results), cells to resume (a
+    run that was interrupted or killed: same config, status interrupted / stale), and cells to run
+    (not started, or failed: redone from the start)."""
+    from ..records import config_diff, fingerprint, is_complete, read_config, run_status
+    from ..errors import UnreadableInput
+
+    out_dir = Path(out_dir)
+    cells = spec.cells()
+    todo, resume, done = [], [], []
+    for c in cells:
+        d = out_dir / c.name
+        if not (d / "config.json").is_file():
+            todo.append(c)
+            continue
+        try:
+            recorded = read_config(d)
+        except UnreadableInput:
+            todo.append(c)              # a cell killed while writing its first config.json
+            continue
+        same = fingerprint(recorded["config"]) == fingerprint(c.config)
+        if is_complete(d):
+            if not same:
+                diff = ", ".join(config_diff(recorded["config"], c.config))
+                raise MibenchError(f"cell {c.name} in {out_dir} finished with a different config ({diff} changed); "
+                                   "use a new --out directory or --overwrite")
+            done.append(c)
+        elif same and run_status(recorded) in ("interrupted", "stale"):
+            resume.append(c)
+        else:
+            todo.append(c)
+    return Plan(cells, todo, resume, done)
+
+
+def clear_cell(cell_dir: Path) -> None:
+    """Remove a cell's directory before it is run again from the start."""
+    if cell_dir.exists():
+        shutil.rmtree(cell_dir)
+
+
+__all__ = ["Cell", "Plan", "plan", "clear_cell"]

@@ -1,0 +1,254 @@
+"""A sweep's specification: the keys of a TOML / YAML sweep config, a preset or the CLI shorthand,
+normalised into a :class:`SweepSpec` whose :meth:`~SweepSpec.cells` are resolved run configs.
+
+Keys (file, preset and shorthand share them; a list is a grid axis unless noted)::
+
+    name, description      free text; name is the default sweep directory results/sweeps/<name>
+    tasks                  list of task names or tables {task = "...", params = {...}, <any key below>}
+                           (keys in a task table override the top level for that task)
+    params                 task parameters for every task, e.g. {dim = [2, 4]} (a list = an axis)
+    estimators             the estimators of every cell (a list, NOT an axis), or "all"
+    critics                axis: inner | bilinear | separable | joint
+    seeds                  axis: [0, 1, 2] (or "0-2"); under the sample protocol all seeds are one cell
+    layers, hidden, embed  axes: critic depth (hidden layers), width, separable embedding size
+    batch_size, lr, steps  axes
+    mi                     axis of MI schedules: "stepwise", 2 (constant), "2,4,6" (one staircase);
+                           mi = [2, 6] is two cells (constant 2 bits, constant 6 bits)
+    burn_in                axis (streaming protocol)
+    device, log_every,     scalars (precision: fp32 | bf16 | tf32, see mibench run --precision)
+    precision
+    split_estimators       bool or N cells (default false; whole critics, see below)
+    n, timeout             the sample protocol (:mod:`mibench.protocols.sample_run`): with n set, a cell
+                           is one sample run (a fixed dataset of n pairs per level and seed; all the seeds
+                           in one cell, so variance is over seeds; timeout seconds per estimate)
+
+All estimators of a cell train together on the same batch stream (streaming protocol; the
+numbers are the same as if each trained alone).  ``split_estimators = N`` splits them into N cells
+with nearly equal numbers of critics; estimators that share a critic (JS, SMILE-tau) stay in one
+cell, and ``split_estimators = true`` gives one cell per critic (sample protocol: per estimator).
+"""
+from __future__ import annotations
+
+import difflib
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import MibenchError
+
+#: grid axes of the spec (each protocol reads the ones it knows; see its ``expand``)
+AXIS_KEYS = ["critics", "layers", "hidden", "embed", "batch_size", "lr", "mi", "steps", "burn_in", "seeds"]
+SCALARS = ("device", "log_every", "precision", "n", "timeout")
+SPEC_KEYS = {"name", "description", "tasks", "params", "estimators", "split_estimators", "execution",
+             *AXIS_KEYS, *SCALARS}
+TASK_KEYS = {"task", "params", "estimators", *AXIS_KEYS, *SCALARS}
+SINGULAR = {"critic": "critics", "seed": "seeds", "estimator": "estimators", "task": "tasks",
+            "batch": "batch_size", "depth": "layers", "width": "hidden", "schedule": "mi"}
+EXECUTION_KEYS = {"backend", "workers", "threads", "address", "shared_fs"}
+
+
+def _listify(v) -> list:
+    if isinstance(v, (list, tuple)):
+        if not v:
+            raise MibenchError("empty list in the sweep spec (every axis needs at least one value)")
+        return list(v)
+    return [v]
+
+
+def _normalise_keys(d: dict, allowed: set, where: str) -> dict:
+    out = {}
+    for key, value in d.items():
+        k = str(key).strip().replace("-", "_").lower()
+        k = SINGULAR.get(k, k)
+        if k not in allowed:
+            close = difflib.get_close_matches(k, sorted(allowed), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(sorted(allowed))}"
+            raise MibenchError(f"unknown key {key!r} in {where}{hint}")
+        if k in out:
+            raise MibenchError(f"key {k!r} given twice in {where} (singular and plural?)")
+        out[k] = value
+    return out
+
+
+@dataclass
+class Cell:
+    """One cell of a sweep: a run directory name and its resolved config (JSON-ready)."""
+
+    name: str
+    config: dict
+
+    @property
+    def protocol(self):
+        from ..protocols import protocol_of
+
+        return protocol_of({"config": self.config})
+
+
+@dataclass
+class SweepSpec:
+    """A normalised sweep specification (see the module docstring for the keys)."""
+
+    name: str = "sweep"
+    description: str = ""
+    tasks: list = field(default_factory=list)       # [{"task": str, "params": {..}, overrides...}]
+    params: dict = field(default_factory=dict)
+    estimators: object = field(default_factory=lambda: ["smile-5"])
+    split_estimators: bool | int = False
+    grid: dict = field(default_factory=dict)        # axis -> list (AXIS_KEYS)
+    scalars: dict = field(default_factory=dict)     # device, log_every, precision, n, timeout
+    execution: dict = field(default_factory=dict)   # backend, workers, threads, address, shared_fs
+
+    @classmethod
+    def from_dict(cls, data: dict, name: str | None = None) -> "SweepSpec":
+        from ..protocols.common import check_split
+
+        if not isinstance(data, dict):
+            raise MibenchError("a sweep config must be a table / mapping at the top level")
+        d = _normalise_keys(data, SPEC_KEYS, "the sweep config")
+        tasks_raw = d.get("tasks")
+        if tasks_raw is None:
+            raise MibenchError("the sweep config needs 'tasks' (e.g. tasks = [\"gaussian\"])")
+        tasks = []
+        for t in _listify(tasks_raw):
+            if isinstance(t, str):
+                tasks.append({"task": t, "params": {}})
+            elif isinstance(t, dict):
+                td = _normalise_keys(t, TASK_KEYS | {"tasks"}, "a [[tasks]] table")
+                if "tasks" in td:          # "task" was normalised to the plural
+                    td["task"] = td.pop("tasks")
+                if "task" not in td or not isinstance(td["task"], str):
+                    raise MibenchError("every [[tasks]] table needs task = \"<name>\"")
+                td["params"] = dict(td.get("params") or {})
+                tasks.append(td)
+            else:
+                raise MibenchError(f"tasks must be names or tables, got {t!r}")
+        spec = cls(name=str(name or d.get("name") or "sweep"), description=str(d.get("description", "")),
+                   tasks=tasks, params=dict(d.get("params") or {}), estimators=d.get("estimators", ["smile-5"]),
+                   split_estimators=check_split(d.get("split_estimators", False)),
+                   grid={a: d[a] for a in AXIS_KEYS if a in d}, scalars={k: d[k] for k in SCALARS if k in d},
+                   execution=_normalise_keys(d.get("execution") or {}, EXECUTION_KEYS, "[execution]"))
+        spec.cells()   # validate now: a mistake is one line before anything runs
+        return spec
+
+    def to_dict(self) -> dict:
+        out = {"name": self.name}
+        if self.description:
+            out["description"] = self.description
+        out["tasks"] = [dict(t) for t in self.tasks]
+        if self.params:
+            out["params"] = dict(self.params)
+        out["estimators"] = self.estimators
+        out.update(self.grid)
+        out.update(self.scalars)
+        if self.split_estimators:
+            out["split_estimators"] = self.split_estimators
+        if self.execution:
+            out["execution"] = dict(self.execution)
+        return out
+
+    def with_overrides(self, **over) -> "SweepSpec":
+        """A copy with top-level keys replaced (CLI flags over a file or preset); an overridden
+        key is also removed from per-task tables, so the flag wins everywhere."""
+        data = self.to_dict()
+        for key, value in over.items():
+            if value is None:
+                continue
+            key = SINGULAR.get(key, key)
+            if key == "params":      # merged: --set dim=2,4 replaces only 'dim'
+                data["params"] = {**data.get("params", {}), **value}
+                for t in data["tasks"]:
+                    for k in value:
+                        t.get("params", {}).pop(k, None)
+                continue
+            data[key] = value
+            if key in TASK_KEYS - {"task"}:
+                for t in data["tasks"]:
+                    t.pop(key, None)
+        return SweepSpec.from_dict(data)
+
+    def cells(self) -> list[Cell]:
+        """Every cell of the grid, named (readable, deterministic, unique)."""
+        from ..checks import check_task_params
+        from ..estimators import resolve_estimators
+        from ..protocols import choose_protocol
+        from ..tasks import TASKS
+
+        settings = [{k: t.get(k, self.scalars.get(k)) for k in SCALARS} for t in self.tasks]
+        protocols = {choose_protocol(s).name for s in settings}
+        if len(protocols) > 1:
+            raise MibenchError("a sweep runs one protocol: give n for every task (sample protocol) or for none")
+        protocol = choose_protocol(settings[0])
+        configs = []
+        for t, scal in zip(self.tasks, settings):
+            entry = TASKS.get(str(t["task"]))
+            params_grid = {**self.params, **t.get("params", {})}
+            estimators = resolve_estimators(t.get("estimators", self.estimators))
+            axes = {key: t.get(key, self.grid.get(key)) for key in AXIS_KEYS}
+            keys = list(params_grid)
+            for combo in itertools.product(*[_listify(params_grid[k]) for k in keys]):
+                params = check_task_params(entry.name, entry.obj, dict(zip(keys, combo)))
+                configs += protocol.expand(entry.name, params, estimators, axes, scal, self.split_estimators)
+        if not configs:
+            raise MibenchError("the sweep has no cells")
+        names = protocol.name_cells(configs, bool(self.split_estimators))
+        return [Cell(name, cfg) for name, cfg in zip(unique_names(names, configs), configs)]
+
+
+def unique_names(names: list[str], configs: list[dict]) -> list[str]:
+    """Cell names made safe for a file system and unique (a short config hash where two collide)."""
+    import re
+
+    from ..records import fingerprint
+
+    names = [re.sub(r"[^A-Za-z0-9_.+-]", "-", n) for n in names]
+    seen: dict[str, int] = {}
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+    out = [n + "_" + fingerprint(c)[:8] if seen[n] > 1 else n for n, c in zip(names, configs)]
+    if len(set(out)) != len(out):
+        raise MibenchError("the sweep contains the same cell twice (duplicate values in an axis?)")
+    return out
+
+
+def load_spec(path) -> SweepSpec:
+    """Read a TOML (``.toml``) or YAML (``.yaml`` / ``.yml``) sweep config."""
+    path = Path(path)
+    if not path.is_file():
+        raise MibenchError(f"sweep config not found: {path}")
+    text = path.read_text()
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        data = _load_yaml(text, path)
+    elif suffix == ".toml":
+        data = _load_toml(text, path)
+    else:
+        try:
+            data = _load_toml(text, path)
+        except MibenchError:
+            data = _load_yaml(text, path)
+    return SweepSpec.from_dict(data, name=(data or {}).get("name") or path.stem)
+
+
+def _load_toml(text, path):
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise MibenchError(f"{path}: not valid TOML: {exc}") from None
+
+
+def _load_yaml(text, path):
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        msg = str(exc).replace("\n", " ")
+        raise MibenchError(f"{path}: not valid YAML: {msg}") from None
+
+
+def dump_spec_yaml(spec: SweepSpec) -> str:
+    import yaml
+
+    return yaml.safe_dump(spec.to_dict(), sort_keys=False, default_flow_style=None, allow_unicode=True, width=100)

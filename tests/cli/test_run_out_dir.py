@@ -1,0 +1,217 @@
+"""``--out`` a user can predict, resume for both protocols, and one-line errors (never a traceback)
+for the ordinary mistakes a new user made (../shared/reports/new-user-defects.md, section 1)."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mibench.cli import main
+
+TINY = ["--task", "gaussian", "--dim", "2", "--hidden", "8", "--layers", "0", "--batch-size", "16", "--device", "cpu",
+        "--quiet", "--no-plot"]
+STREAM = ["run", *TINY, "--estimator", "smile,nwj", "--steps", "60", "--mi", "1,2"]
+SAMPLE = ["run", *TINY, "--estimator", "gaussian,ksg", "--n", "300", "--seeds", "0,1", "--mi", "1", "--timeout", "0"]
+
+
+def one_line_error(capsys, code, *needles):
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("mibench: error:") and "Traceback" not in err, err
+    for n in needles:
+        assert n in err, err
+    return err
+
+
+def estimates_without_run_id(path: Path) -> list[str]:
+    return [line.rsplit(",", 2)[0] + "," + line.rsplit(",", 1)[1] for line in path.read_text().splitlines()]
+
+
+def test_out_naming_a_file_is_one_line(tmp_path, capsys):
+    f = tmp_path / "afile"
+    f.write_text("keep me")
+    assert main([*STREAM, "--out", str(f)]) == 2
+    one_line_error(capsys, 2, "is a file")
+    assert f.read_text() == "keep me"
+
+
+@pytest.fixture
+def immutable_dir(tmp_path):
+    d = tmp_path / "locked"
+    d.mkdir()
+    if shutil.which("chattr") and subprocess.run(["chattr", "+i", str(d)], capture_output=True).returncode == 0:
+        yield d
+        subprocess.run(["chattr", "-i", str(d)], check=True)
+        return
+    d.chmod(0o555)
+    probe = d / "probe"
+    try:
+        probe.write_text("")
+        probe.unlink()
+        pytest.skip("cannot make an unwritable directory here (root without chattr)")
+    except OSError:
+        yield d
+    finally:
+        d.chmod(0o755)
+
+
+def test_out_unwritable_and_below_it_are_one_line(immutable_dir, capsys):
+    assert main([*STREAM, "--out", str(immutable_dir)]) == 2
+    one_line_error(capsys, 2, str(immutable_dir))
+    assert main([*STREAM, "--out", str(immutable_dir / "sub")]) == 2
+    one_line_error(capsys, 2, "cannot create")
+
+
+def test_an_existing_run_needs_resume_or_overwrite(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main([*STREAM, "--out", str(out)]) == 0
+    first = (out / "summary.csv").read_text()
+    capsys.readouterr()
+    assert main([*STREAM, "--out", str(out)]) == 2                      # never overwritten without a word
+    one_line_error(capsys, 2, "already holds this run", "--resume", "--overwrite")
+    assert main([*STREAM, "--out", str(out), "--resume"]) == 0          # complete: nothing to do
+    assert "nothing to do" in capsys.readouterr().out
+    assert main([*STREAM[:-2], "--mi", "3", "--out", str(out)]) == 2    # a different run
+    one_line_error(capsys, 2, "holds a different run", "mi", "--overwrite")
+    assert main([*STREAM, "--out", str(out), "--overwrite"]) == 0
+    assert (out / "summary.csv").read_text() == first                  # same seed, same numbers
+    assert main([*STREAM, "--out", str(out), "--resume", "--overwrite"]) == 2
+
+
+def test_the_two_protocols_never_share_a_directory(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert main([*SAMPLE, "--out", str(out)]) == 0
+    assert main([*STREAM, "--out", str(out)]) == 2
+    one_line_error(capsys, 2, "holds a different run")
+    assert main([*STREAM, "--out", str(out), "--overwrite"]) == 0
+    assert not (out / "sample_estimates.csv").exists() and (out / "estimates.csv").is_file()
+    assert main(["plot", str(out)]) == 0
+    assert (out / "staircase.png").is_file() and not (out / "estimates.png").exists()
+
+
+def test_default_out_directories_are_unique(tmp_path):
+    from mibench.records import unique_dir
+
+    a, b = unique_dir(tmp_path, "gaussian_smile_s0_20261124-120000"), unique_dir(tmp_path, "gaussian_smile_s0_20261124-120000")
+    assert a != b and a.is_dir() and b.name.endswith("-2")
+
+
+def test_stream_resume_gives_the_uninterrupted_numbers(tmp_path, monkeypatch, capsys):
+    """Interrupted after a checkpoint, resumed: estimates.csv and summary.csv equal an uninterrupted
+    run's (bit for bit, run_id aside)."""
+    import mibench.protocols.stream_training as training
+    from mibench.protocols.stream_run import RunConfig, prepare, run
+    from mibench.records import read_config
+
+    args = [*STREAM[:-4], "--steps", "300", "--mi", "1,2"]
+    assert main([*args, "--out", str(tmp_path / "whole")]) == 0
+    cfg = RunConfig(task="gaussian", task_params={"dim": 2}, estimators=["smile", "nwj"], hidden=8, layers=0,
+                    batch_size=16, device="cpu", steps=300, mi="1,2", log_every=250)
+    cfg.log_every = 50
+    calls = {"n": 0}
+    real = training.check_stop
+
+    def stop_at_step_170():
+        calls["n"] += 1
+        if calls["n"] == 171:
+            raise KeyboardInterrupt
+        real()
+
+    monkeypatch.setattr(training, "check_stop", stop_at_step_170)
+    with pytest.raises(KeyboardInterrupt):
+        run(prepare(cfg), tmp_path / "part", plot=False, checkpoint_every=0)
+    monkeypatch.setattr(training, "check_stop", real)
+    assert read_config(tmp_path / "part")["status"] == "interrupted"
+    assert (tmp_path / "part" / "checkpoint.pt").is_file()
+    res = run(prepare(cfg), tmp_path / "part", plot=False, resume=True)
+    assert res.config["resumed"] and not (tmp_path / "part" / "checkpoint.pt").exists()
+    whole = run(prepare(cfg), tmp_path / "whole-lib", plot=False)
+    assert (tmp_path / "part" / "summary.csv").read_text() == (tmp_path / "whole-lib" / "summary.csv").read_text()
+    assert estimates_without_run_id(tmp_path / "part" / "estimates.csv") == \
+        estimates_without_run_id(tmp_path / "whole-lib" / "estimates.csv")
+    assert (res.estimates == whole.estimates).all()
+
+
+def test_sample_resume_keeps_what_was_estimated(tmp_path, monkeypatch):
+    import mibench.protocols.sample_run as sample_run
+    from mibench.records import read_config, read_sample_estimates
+
+    cfg = sample_run.SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=["gaussian", "ksg"], mi=1,
+                                  n=300, seeds=[0, 1], timeout=None)
+    whole = sample_run.run_sample(cfg, tmp_path / "whole", plot=False)
+    real, calls = sample_run.estimate_once, {"n": 0, "stop_at": 3}
+
+    def interrupted(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == calls["stop_at"]:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(sample_run, "estimate_once", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        sample_run.run_sample(cfg, tmp_path / "part", plot=False)
+    assert read_config(tmp_path / "part")["status"] == "interrupted"
+    assert len(read_sample_estimates(tmp_path / "part" / "sample_estimates.csv")) == 2
+    calls.update(n=0, stop_at=None)
+    sample_run.run_sample(cfg, tmp_path / "part", plot=False, resume=True)
+    assert calls["n"] == 2                                           # only the two estimates not yet made
+    keep = ("estimator", "seed", "true_mi", "estimate", "status")
+    part, full = (read_sample_estimates(tmp_path / d / "sample_estimates.csv") for d in ("part", "whole"))
+    assert [{k: r[k] for k in keep} for r in part] == [{k: r[k] for k in keep} for r in full]
+    assert len(whole.rows) == 4
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--seed", "99999999999999999999999"], "--seed"),
+    (["--burn-in", "100", "--steps", "50"], "--burn-in 100"),
+    (["--n", "500", "--seeds", "3-1", "--estimator", "ksg"], "runs backwards"),
+    (["--n", "50", "--estimator", "smile"], "at least 100 pairs"),
+    (["--stpes", "20"], "unrecognized arguments"),
+])
+def test_ordinary_mistakes_are_one_line(args, needle, capsys):
+    try:
+        code = main(["run", "--task", "gaussian", "--device", "cpu", "--quiet", *args])
+    except SystemExit as exc:          # argparse's own errors exit 2 after printing the usage
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and needle in err and "Traceback" not in err, err
+    if "unrecognized" in needle:
+        assert "usage: mibench run" in err             # the subcommand's usage, not the top-level one
+
+
+def test_sample_run_with_few_pairs_and_a_black_box_estimator_runs(tmp_path):
+    assert main(["run", "--task", "gaussian", "--dim", "2", "--estimator", "ksg", "--n", "50", "--seeds", "0",
+                 "--timeout", "0", "--mi", "1", "--quiet", "--no-plot", "--out", str(tmp_path / "k")]) == 0
+
+
+@pytest.mark.parametrize("field,value,needle", [
+    ("steps", "abc", "steps must be an integer"),
+    ("lr", "fast", "lr must be a number"),
+    ("task_params", {"dim": "x"}, "parameter 'dim' must be an integer"),
+])
+def test_config_json_of_the_wrong_type_is_one_line(tmp_path, capsys, field, value, needle):
+    out = tmp_path / "r"
+    assert main([*STREAM, "--out", str(out)]) == 0
+    conf = json.loads((out / "config.json").read_text())
+    conf["config"][field] = value
+    (out / "config.json").write_text(json.dumps(conf))
+    capsys.readouterr()
+    assert main(["run", "--config", str(out), "--out", str(tmp_path / "again"), "--quiet"]) == 2
+    one_line_error(capsys, 2, needle)
+
+
+def test_config_of_a_sample_run_reruns_it(tmp_path):
+    assert main([*SAMPLE, "--out", str(tmp_path / "s")]) == 0
+    assert main(["run", "--config", str(tmp_path / "s"), "--out", str(tmp_path / "again"), "--quiet",
+                 "--no-plot"]) == 0
+    a = json.loads((tmp_path / "s" / "config.json").read_text())
+    b = json.loads((tmp_path / "again" / "config.json").read_text())
+    assert b["protocol"] == "sample" and b["config"] == a["config"] and b["rerun_of"]["run_id"] == "s"
+
+
+@pytest.mark.parametrize("flag", ["--workers", "--threads"])
+def test_sweep_workers_and_threads_below_one_are_refused(tmp_path, capsys, flag):
+    assert main(["sweep", "--task", "gaussian", "--steps", "10", flag, "0", "--out", str(tmp_path / "s")]) == 2
+    one_line_error(capsys, 2, f"{flag} must be >= 1")

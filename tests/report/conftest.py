@@ -1,0 +1,24 @@
+"""The report page of the committed results, written once per test session (tmp dir)."""
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+#: the committed result sets the page is made for
+RESULT_DIRS = ["results/table3", "results/sample_leaderboard"]
+
+
+@pytest.fixture(scope="session")
+def report_site(tmp_path_factory):
+    """(site directory, leaderboard DataFrame) for results/table3 + results/sample_leaderboard."""
+    from mibench.leaderboard import build
+    from mibench.report import write_site
+
+    dirs = [REPO / d for d in RESULT_DIRS]
+    missing = [str(d) for d in dirs if not d.is_dir()]
+    if missing:
+        pytest.skip(f"committed results missing: {missing}")
+    site = tmp_path_factory.mktemp("site")
+    write_site(dirs, site, shown=RESULT_DIRS)
+    board, _ = build(dirs)
+    return site, board

@@ -1,0 +1,69 @@
+"""The baselines shipped in the package (mibench/data/baselines/sample_leaderboard.json): they match
+the committed results/sample_leaderboard exactly (regenerate with
+`python scripts/export_sample_baselines.py` after re-running it), give the same leaderboard, and
+mibench.evaluate uses them when there is no checkout (a wheel install)."""
+import json
+from pathlib import Path
+
+import pytest
+
+from mibench import baselines
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "results" / "sample_leaderboard"
+
+
+@pytest.fixture
+def no_checkout(monkeypatch, tmp_path):
+    """mibench as installed from a wheel: no results/sample_leaderboard next to the package."""
+    monkeypatch.setattr(baselines, "CHECKOUT", tmp_path / "no-checkout" / "results" / "sample_leaderboard")
+    monkeypatch.delenv("MIBENCH_SAMPLE_BASELINES", raising=False)
+    monkeypatch.setattr(baselines, "_materialized", {})
+
+
+def test_packaged_baselines_match_the_committed_leaderboard():
+    if not RESULTS.is_dir():
+        pytest.skip("results/sample_leaderboard not committed")
+    packaged = json.loads(baselines.PACKAGED.read_text())
+    assert packaged == json.loads(baselines.dumps(baselines.export(RESULTS))), \
+        "stale: run `python scripts/export_sample_baselines.py` after re-running results/sample_leaderboard"
+    assert baselines.PACKAGED.stat().st_size < 200_000          # compact: no figures
+
+
+def test_packaged_baselines_give_the_same_leaderboard(tmp_path):
+    import pandas as pd
+
+    from mibench.leaderboard import build
+
+    if not RESULTS.is_dir():
+        pytest.skip("results/sample_leaderboard not committed")
+    ours, _ = build([baselines.materialize(tmp_path / "b")])
+    theirs, _ = build([RESULTS])
+    pd.testing.assert_frame_equal(ours, theirs)
+
+
+def test_evaluate_without_a_checkout_uses_the_packaged_copy(no_checkout, capsys):
+    import mibench
+    from mibench.evaluation import baseline_dir
+
+    base = baseline_dir()
+    assert base != RESULTS and (base / "sweep").is_dir() and list(base.rglob("sample_estimates.csv"))
+    assert baseline_dir() == base                               # materialised once per process
+
+    def zero(x, y):
+        return 0.0
+
+    board = mibench.evaluate(zero, "quick", timeout=None, progress=False, seeds=[0])
+    me = f"{zero.__module__}.zero"
+    assert me in set(board["estimator"]) and len(set(board["estimator"])) == 8
+    assert f"{me} ranks 8 of 8" in capsys.readouterr().out    # 4 bits of MSE 16: last
+
+
+def test_env_and_explicit_baselines_still_override(no_checkout, monkeypatch, tmp_path):
+    from mibench.errors import MibenchError
+    import mibench
+
+    monkeypatch.setenv("MIBENCH_SAMPLE_BASELINES", str(tmp_path / "mine"))
+    assert baselines.baseline_dir() == tmp_path / "mine"
+    with pytest.raises(MibenchError, match="no baseline runs found"):
+        mibench.evaluate(lambda x, y: 0.0, "quick", baselines=tmp_path / "empty", progress=False)
