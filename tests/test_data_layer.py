@@ -151,14 +151,14 @@ def test_embedding_cache_hit_and_invalidation_on_encoder_change(tmp_path):
     from mibench.data.embeddings import encoder_identity, imdb_embeddings
 
     kw = dict(n_per_class=4, max_length=32, progress=False)
-    a, la, ma = imdb_embeddings(FULL, None, **kw)
+    a, la, ma = imdb_embeddings(FULL, "all-MiniLM-L6-v2", **kw)    # the off-the-shelf packaged encoder
     assert ma["cache"] == "computed" and a.shape == (8, 384) and la.tolist() == [0] * 4 + [1] * 4
     assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)  # MiniLM: mean pooling + L2 norm
-    a2, _, ma2 = imdb_embeddings(FULL, None, **kw)
+    a2, _, ma2 = imdb_embeddings(FULL, "all-MiniLM-L6-v2", **kw)
     assert ma2["cache"] == "hit" and np.array_equal(a, a2)
 
     tiny = _tiny_bert(tmp_path / "tiny-bert")
-    assert encoder_identity(tiny)["fingerprint"] != encoder_identity(None)["fingerprint"]
+    assert encoder_identity(tiny)["fingerprint"] != encoder_identity("all-MiniLM-L6-v2")["fingerprint"]
     b, _, mb = imdb_embeddings(FULL, str(tiny), **kw)
     assert mb["cache"] == "computed" and b.shape == (8, 32) and mb["cache_file"] != ma["cache_file"]
     assert not encoder_identity(tiny)["normalize"]  # plain BERT: raw mean pooling
@@ -220,7 +220,7 @@ def test_default_subset_is_seeded_from_the_shipped_copy_not_recomputed(monkeypat
     from mibench.data import embedded, embeddings
 
     monkeypatch.setattr(embeddings, "embed_texts", lambda *a, **k: pytest.fail("recomputed the default subset"))
-    emb, labels, meta = embeddings.imdb_embeddings(FULL)  # defaults: MiniLM, 1500/class, train, 256 tokens
+    emb, labels, meta = embeddings.imdb_embeddings(FULL)  # defaults: minilm-imdb, 1500/class, train, 256 tokens
     assert meta["cache"].startswith("seeded from the shipped")
     shipped = embedded.load("imdb")
     assert np.array_equal(emb, shipped["embeddings"].astype(np.float32))

@@ -189,8 +189,10 @@ def test_text_extra_missing_is_one_line(monkeypatch, tmp_path, capsys, isolated_
 
     tiny = str(_tiny_bert(tmp_path / "tiny", None))      # a checkpoint on disk, made before blocking
     _block_text_stack(monkeypatch)
-    # the default encoder's identity is known without the package (to find embeddings made with it)
-    assert E.encoder_identity(None) == E.DEFAULT_ENCODER_IDENTITY
+    # the default (fine-tuned) and off-the-shelf encoders' identities are known without the package
+    # (to find embeddings made with them)
+    assert E.encoder_identity(None) == E.shipped_default_identity()
+    assert E.encoder_identity("all-MiniLM-L6-v2") == E.BASE_ENCODER_IDENTITY
     for call in (lambda: E.embed_texts(["a review"], None, progress=False),
                  lambda: E.embed_texts(["a review"], tiny, progress=False),
                  lambda: E.resolve_encoder("some-org/some-model")):
@@ -242,12 +244,15 @@ def test_default_subset_on_full_data_needs_no_text_extra(monkeypatch, isolated_c
 
 def test_shipped_subset_matches_the_current_pooling():
     """The shipped float16 IMDB embeddings equal what today's embed_texts computes for the same
-    reviews (mean pooling + L2 norm read from the checkpoint's config), to float16 rounding."""
+    reviews with the default (fine-tuned) encoder (mean pooling + L2 norm read from the
+    checkpoint's config), to float16 rounding."""
     from mibench.data import embedded
     from mibench.data import embeddings as E
     from mibench.data.loaders import load_imdb
 
     df, _, _ = load_imdb(_full_imdb())
+    if E.cached_checkpoint() is None or E.encoder_identity(None) != E.shipped_default_identity():
+        pytest.skip("needs the fine-tuned weights the shipped subset was made with (mibench encoders finetune-text)")
     z = embedded.load("imdb")
     pick = [0, 1500, 2999]
     texts = df["text"].to_numpy()[z["source_row"][pick]]
@@ -263,8 +268,10 @@ def test_default_encoder_weights_fingerprint(monkeypatch, tmp_path):
     from mibench.data import embeddings as E
 
     E._fingerprint.cache_clear()
-    ident = E.encoder_identity(None)
-    assert ident == E.DEFAULT_ENCODER_IDENTITY == embedded.provenance()["parts"]["imdb"]["embedding_key"]["encoder"]
+    ident = E.encoder_identity("all-MiniLM-L6-v2")
+    assert ident == E.BASE_ENCODER_IDENTITY == E.base_identity()
+    fine = embedded.provenance()["parts"]["imdb"]["embedding_key"]["encoder"]
+    assert fine["encoder"] == "minilm-imdb" and fine["finetune"]["base"] == ident["fingerprint"]
     # a corrupted copy of the packaged checkpoint: same files, different weight bytes
     src = E.packaged_minilm_dir()
     bad = tmp_path / "minilm"
@@ -273,12 +280,12 @@ def test_default_encoder_weights_fingerprint(monkeypatch, tmp_path):
     monkeypatch.setattr(E, "packaged_minilm_dir", lambda: bad)
     E._fingerprint.cache_clear()
     with pytest.raises(MibenchError) as exc:
-        E.encoder_identity(None)
+        E.encoder_identity("all-MiniLM-L6-v2")
     msg = str(exc.value)
     assert "\n" not in msg and "checksum mismatch" in msg and E.DEFAULT_ENCODER_MD5["model.safetensors"] in msg
     monkeypatch.setenv("MIBENCH_SKIP_MD5", "1")
     E._fingerprint.cache_clear()
-    assert E.encoder_identity(None)["fingerprint"] != ident["fingerprint"]   # used anyway, keyed apart
+    assert E.encoder_identity("minilm")["fingerprint"] != ident["fingerprint"]   # used anyway, keyed apart
     E._fingerprint.cache_clear()
 
 

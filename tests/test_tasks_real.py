@@ -201,12 +201,14 @@ def test_mi_above_capacity_is_refused(vision, text):
 
 def test_text_task_embedded(text, capsys):
     info = text.info()
-    assert info["data_source"].startswith("embedded subset") and info["encoder"] == "all-MiniLM-L6-v2"
+    assert info["data_source"].startswith("embedded subset") and info["encoder"] == "minilm-imdb"
     assert (text.ds, text.dim_x, text.dim_y) == (10, 3840, 3840)
     assert info["decoder_accuracy"] == 1.0
     dec = info["pools"]["imdb"]["decoder"]
-    assert dec["accuracy_before"] < 1.0  # frozen embeddings are not separable: the filter matters
-    assert sum(info["pool_sizes"]) < sum(dec["candidates_per_class"])
+    # fine-tuned on the labels (paper §4.3-4.4): the class is easily decodable before the filter
+    assert 0.97 <= dec["accuracy_before"] <= 1.0
+    # the decoder filter keeps 2,794 of 3,000 (93%; ~70% with the off-the-shelf encoder)
+    assert sum(info["pool_sizes"]) >= 0.9 * sum(dec["candidates_per_class"])
     x, y, cx, cy = text.sample_with_classes(64, 10.0, gen(12))
     assert x.shape == (64, 3840) and x.dtype == torch.float32 and torch.equal(cx, cy)
     # every block is a kept pool embedding of the sampled class; Y's review is drawn independently of

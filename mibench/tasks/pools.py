@@ -208,7 +208,7 @@ def pairing_mi_bits(sizes, beta: float, exclude_same_item: bool) -> float:
     return base + 0.5 * (1.0 - b) * sum(float(np.log2(n / (n - 1.0))) for n in sizes)
 
 
-RENDER_CHECK_VERSION = 2
+RENDER_CHECK_VERSION = 3
 RENDER_CHECK_N = 2000             # rendered samples per check: 3/4 fit, 1/4 held out
 RENDER_CHECK_ITER = 50
 RENDER_CHECK_ELEMENTS = 1 << 25   # cap on samples x dims (float32, <= 128 MB): fewer samples for huge dr
@@ -216,7 +216,9 @@ RENDER_CHECK_ELEMENTS = 1 << 25   # cap on samples x dims (float32, <= 128 MB): 
 
 def rendered_decodability(task, identity: dict, sides=("x",), n: int = RENDER_CHECK_N, seed: int = 0,
                           blocks: dict | None = None) -> dict:
-    """Linear-probe decoder accuracy on what the estimator actually sees.
+    """Linear-probe decoder accuracy on what the estimator actually sees: a *difficulty* figure (how
+    hard the sources are to read linearly from the rendered input), not a condition of the truth,
+    which :mod:`mibench.tasks.truth_check` checks exactly.
 
     The pool filter above makes every *raw* item decodable; the estimator sees the rendered input
     (for vision: the resized, tiled, possibly nuisance-blended canvas; for text: the concatenated
@@ -283,7 +285,8 @@ def rendered_decodability(task, identity: dict, sides=("x",), n: int = RENDER_CH
                                     f"tested on {n - n_fit} more"}
     worst = min(per_side, key=lambda k: per_side[k]["accuracy"])
     rec = {**per_side[worst], "n_fit": int(n_fit), "n_test": int(n - n_fit), "checked": sorted(per_side),
-           "per_side": per_side,
+           "per_side": per_side, "role": "difficulty figure (linear readability of the sources); the truth's "
+                                         "condition is task_info.truth_check",
            "probe": per_side[worst]["method"] + " (logistic regression on standardised inputs, L2 1e-3, "
                     "float32 L-BFGS; samples at MI = ds)"}
     folder.mkdir(parents=True, exist_ok=True)
@@ -291,16 +294,6 @@ def rendered_decodability(task, identity: dict, sides=("x",), n: int = RENDER_CH
     tmp.write_text(json.dumps({**rec, "key": key}, default=str))
     os.replace(tmp, path)
     return rec
-
-
-def decodability_notes(task_name: str, rec: dict) -> list[str]:
-    """The config note (and printed line) when the probe on the rendered input is below 1.0."""
-    if rec["accuracy"] >= 1.0:
-        return []
-    return [f"{task_name}: a linear probe on the rendered input decodes the sources with held-out accuracy "
-            f"{rec['accuracy']:.4f} (every source of a sample right: {rec['all_sources_accuracy']:.4f}) "
-            "< 1.0; the true MI ds (1 - H_b(beta)) assumes an error-free decoder exists (paper §4.3), which this "
-            "probe does not show for this rendering"]
 
 
 class BSCSources:

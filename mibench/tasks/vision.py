@@ -24,11 +24,13 @@ counts repeat the grayscale), resized to side x side the same way:
 true MI is unchanged.  The grey conversion and resize of the background pool are done once at
 construction when the result fits in 128 MB (per batch otherwise).
 
-True MI = ds * (1 - H_b(beta)) bits, which needs the class of every pooled digit to be decodable
-without error: see :mod:`mibench.tasks.pools` (decoder accuracy 1.0 on the kept pool, recorded in
-``info()``).  What the estimator sees is the rendered canvas, so ``info()`` also records a linear
-probe's held-out accuracy on rendered samples of the run's own configuration
-(:func:`mibench.tasks.pools.rendered_decodability`) and a note when it is below 1.0.  Everything is vectorised torch on ``device``: one uint8 tensor per pool, a batch is
+True MI = ds * (1 - H_b(beta)) bits, which needs the class of every source to be a function of
+what the estimator sees (paper §4.3): the pool filter makes every raw digit decodable
+(:mod:`mibench.tasks.pools`, decoder accuracy 1.0 on the kept pool), and
+:mod:`mibench.tasks.truth_check` checks exactly, at float32, that no two digits of different
+classes render to the same pixels at any position (with the nuisance included); ``info()``
+records that check (``truth_check``; a failure refuses, in one line) and a linear probe's held-out
+accuracy on rendered samples as a difficulty figure (``rendered_decoder``).  Everything is vectorised torch on ``device``: one uint8 tensor per pool, a batch is
 an index gather plus one interpolate call.
 """
 from __future__ import annotations
@@ -41,8 +43,7 @@ import torch.nn.functional as F
 
 from ..errors import MibenchError
 from .registry import TASKS
-from .pools import (BSCSources, ClassPool, cached_filter, check_kept_pool, decodability_notes, pool_info,
-                    rendered_decodability)
+from .pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
 
 PATCH = 28
 DEFAULT_SIDE = 64   # paper §5.5 / the authors' default dr = 4096 at ds = 10
@@ -184,20 +185,12 @@ def pairing_info(exclude_same_item: bool) -> str:
     return "Y's items drawn independently of X's given the classes: I(X;Y) = ds (1 - H_b(beta)) exactly"
 
 
-def announce_decodability(task_name: str, rec: dict):
-    import sys
-
-    notes = decodability_notes(task_name, rec)
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
-    return rec, notes
-
-
 class Renderer:
     """Turns gathered uint8 patches (n, ds, 28, 28) into flattened canvases (n, channels*side^2)."""
 
     def __init__(self, layout, side, nuisance, backgrounds: torch.Tensor | None, device):
         self.channels, self.rows, self.cols = layout
+        self.patch = PATCH
         self.side = side
         self.nuisance = nuisance
         self.backgrounds = backgrounds
@@ -270,12 +263,15 @@ class VisionTask(BSCSources):
         return canvases[:b], canvases[b:], cx, cy
 
     def decodability(self):
-        """(probe record, notes) for the rendered canvas of this configuration; computed once (cached on
-        disk), and the note printed once when the probe is below 1.0."""
+        """(linear-probe record, exact-check record, notes) for the rendered canvas of this configuration
+        (:func:`mibench.tasks.truth_check.rendered_truth`; X and Y canvases come from the same pool and
+        renderer, so one check covers both); computed once (cached on disk)."""
         if getattr(self, "_decodability", None) is None:
+            from .truth_check import check_canvas, rendered_truth
+
             ident = {"pool": self._pool_info, "layout": self.layout, "side": self.side, "nuisance": self.nuisance,
                      "backgrounds": self._bg_info}
-            self._decodability = announce_decodability(self.name, rendered_decodability(self, ident))
+            self._decodability = rendered_truth(self, ident, {"x": lambda: check_canvas(self.pool, self.render)})
         return self._decodability
 
     def info(self) -> dict:
@@ -286,7 +282,7 @@ class VisionTask(BSCSources):
                "pool_sizes": self._pool_info["pool_sizes"], "decoder_accuracy": self._pool_info["decoder_accuracy"],
                "pools": {"mnist": self._pool_info}, "pairing": pairing_info(self.exclude_same_item),
                "exclude_same_item": self.exclude_same_item}
-        out["rendered_decoder"], out["notes"] = self.decodability()
+        out["rendered_decoder"], out["truth_check"], out["notes"] = self.decodability()
         out["rendered_decoder_accuracy"] = out["rendered_decoder"]["accuracy"]
         if self._bg_info is not None:
             out["pools"]["backgrounds"] = self._bg_info

@@ -1,0 +1,127 @@
+"""The exact check that each source's class is a function of the rendered input (paper §4.3;
+mibench.tasks.truth_check): interior pixels, exact equality, the nuisance bound, refusal."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from mibench.errors import MibenchError
+from mibench.tasks import make_task
+from mibench.tasks import truth_check as T
+from mibench.tasks.pools import ClassPool
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("MIBENCH_CACHE", str(tmp_path / "cache"))
+
+
+def test_interior_pixels_are_bitwise_functions_of_their_patch():
+    """Every interior pixel of a real canvas equals, bit for bit, the value render_interiors computes
+    from its own patch alone (whatever the neighbours), at several sides and layouts."""
+    from mibench.tasks.vision import Renderer
+
+    g = torch.Generator().manual_seed(0)
+    for layout, side in (((1, 2, 5), 64), ((1, 2, 5), 28), ((1, 3, 3), 60), ((3, 1, 2), 40), ((1, 1, 1), 28)):
+        r = Renderer(layout, side, 0.0, None, "cpu")
+        p = int(np.prod(layout))
+        patches = torch.randint(0, 256, (6, p, 28, 28), generator=g, dtype=torch.uint8)
+        canvas = r(patches, g)                                           # (6, c*side*side), clamped
+        masks = T.interior_masks(r)
+        assert masks.sum(1).min() > 0
+        for q in range(p):
+            alone = T.render_interiors(r, patches[:, q], masks)[q].clamp(0, 1)
+            assert torch.equal(canvas[:, masks[q]], alone), (layout, side, q)
+
+
+def test_default_vision_holds_prints_nothing_and_records(capfd):
+    info = make_task("vision", data_dir="embedded").info()
+    rec = info["truth_check"]
+    assert rec["status"] == "holds" and rec["colliding_items"] == 0 and min(rec["interior_pixels"]) > 300
+    assert info["notes"] == []
+    err = capfd.readouterr().err
+    assert "probe" not in err and "decod" not in err
+    assert info["rendered_decoder"]["role"].startswith("difficulty")
+
+
+def test_crafted_colliding_pool_is_refused(capfd):
+    """A class-1 item identical to a class-0 item: C is not a function of X -> one-line refusal."""
+    task = make_task("vision", data_dir="embedded", layout="1x1x2", side=28)
+    items, n0 = task.pool.items.clone(), task.pool.sizes_list[0]
+    items[n0 + 3] = items[5]                                             # a "1" that is pixel-for-pixel a "0"
+    labels = np.r_[np.zeros(n0, int), np.ones(len(items) - n0, int)]
+    rec = T.check_canvas(ClassPool(items, labels, "cpu"), task.render)
+    assert rec["status"] == "fails" and rec["colliding_items"] == 2          # once per position
+    task.pool = ClassPool(items, labels, "cpu")
+    task._pool_info = {**task._pool_info, "crafted": "collision"}     # another pool: another cache entry
+    with pytest.raises(MibenchError) as e:
+        task.info()
+    assert "\n" not in str(e.value) and "refusing" in str(e.value) and "paper §4.3" in str(e.value)
+
+
+def test_nuisance_bound_holds_or_is_not_established(capfd):
+    """eta 0.2: every cross-class pair differs by more than 0.2 somewhere -> holds for any
+    background; eta 1: no bound can separate values in [0, 1] -> not established, one note line."""
+    weak = make_task("vision", data_dir="embedded", layout="1x1x2", side=28, nuisance=0.2).info()
+    assert weak["truth_check"]["status"] == "holds" and weak["notes"] == []
+    assert weak["truth_check"]["threshold"] == pytest.approx(0.2 * weak["truth_check"]["background_max"] + 1e-5)
+    capfd.readouterr()
+    strong = make_task("vision", data_dir="embedded", layout="1x1x2", side=28, nuisance=1.0).info()
+    assert strong["truth_check"]["status"] == "not established"
+    assert len(strong["notes"]) == 1 and "not established" in strong["notes"][0]
+    assert capfd.readouterr().err.count("not established") == 1
+
+
+def test_separation_bound_is_exact_on_small_cases():
+    a = torch.tensor([[0.0, 0.5], [1.0, 1.0]])
+    b = torch.tensor([[0.3, 0.5], [0.0, 0.9]])
+    # pairs: (0,0) max diff 0.3; (0,1) 0.4; (1,0) 0.7; (1,1) 1.0
+    assert T._separated(a, b, 0.35) == 1
+    assert T._separated(a, b, 0.69) == 2
+    assert T._separated(a, b, 0.0) == 0
+    assert T._separated(a, b, 1.0) == 4
+
+
+def test_tiny_side_not_established_and_noted():
+    """1x2x5 at 8 x 8: the middle columns' pixels all mix two digits (no interior), so the exact
+    check cannot be made: recorded and noted, not refused."""
+    info = make_task("vision", data_dir="embedded", side=8).info()
+    assert info["truth_check"]["status"] == "not established" and 0 in info["truth_check"]["interior_pixels"]
+    assert len(info["notes"]) == 1
+
+
+def test_text_blocks_exact_check_and_crafted_collision():
+    task = make_task("text", data_dir="embedded", ds=2)
+    info = task.info()
+    assert info["truth_check"]["status"] == "holds" and info["notes"] == []
+    items, n0 = task.pool.items.clone(), task.pool.sizes_list[0]
+    items[n0] = items[0]
+    labels = np.r_[np.zeros(n0, int), np.ones(len(items) - n0, int)]
+    assert T.check_blocks(ClassPool(items, labels, "cpu"))["status"] == "fails"
+    task.pool = ClassPool(items, labels, "cpu")
+    task._pool_info = {**task._pool_info, "crafted": "collision"}
+    task._decodability = None
+    with pytest.raises(MibenchError, match="refusing"):
+        task.info()
+
+
+def test_mixed_checks_both_sides():
+    info = make_task("mixed", data_dir="embedded", layout="1x1x2", side=28).info()
+    assert info["truth_check"]["status"] == "holds"
+    assert set(info["truth_check"]["sides"]) == {"x", "y"} and info["notes"] == []
+
+
+def test_run_config_records_the_check(tmp_path, capfd):
+    from mibench.protocols.stream_run import RunConfig, run
+
+    cfg = RunConfig(task="vision", task_params={"data_dir": "embedded", "layout": "1x1x2", "side": 28},
+                    estimators=["nwj"], hidden=8, layers=1, steps=4, batch_size=8, mi=1.0, device="cpu")
+    run(cfg, out_dir=tmp_path / "r", plot=False)
+    conf = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert conf["task_info"]["truth_check"]["status"] == "holds"
+    assert not any("decod" in n for n in conf["notes"])
+    assert "decod" not in capfd.readouterr().err
