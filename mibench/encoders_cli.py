@@ -40,13 +40,17 @@ def register_cli(sub) -> None:
                                      "embeddings) and cache the weights; the default text pool (--encoder "
                                      "minilm-imdb) embeds with them.  Needs the full IMDB data and the text extra; "
                                      "the defaults are the recipe of the shipped embeddings.")
+    from .data.finetune_recipe import DEFAULT_CONFIG as recipe     # light: no torch, no transformers
+
     fp.add_argument("--data-dir", help="dataset directory (else $MIBENCH_DATA, else the user cache)")
-    fp.add_argument("--n-per-class", type=int, default=None, help="IMDB train reviews per class (default 2000)")
-    fp.add_argument("--max-length", type=int, default=None, help="tokens per review while training (default 128)")
-    fp.add_argument("--epochs", type=int, default=None, help="epochs (default 1)")
-    fp.add_argument("--batch-size", type=int, default=None, help="reviews per step (default 16)")
-    fp.add_argument("--lr", type=float, default=None, help="encoder learning rate (default 3e-5)")
-    fp.add_argument("--seed", type=int, default=None, help="seed (default 0)")
+    fp.add_argument("--n-per-class", type=int, default=None,
+                    help=f"IMDB train reviews per class (default {recipe.n_per_class})")
+    fp.add_argument("--max-length", type=int, default=None,
+                    help=f"tokens per review while training (default {recipe.max_length})")
+    fp.add_argument("--epochs", type=int, default=None, help=f"epochs (default {recipe.epochs})")
+    fp.add_argument("--batch-size", type=int, default=None, help=f"reviews per step (default {recipe.batch_size})")
+    fp.add_argument("--lr", type=float, default=None, help=f"encoder learning rate (default {recipe.lr:g})")
+    fp.add_argument("--seed", type=int, default=None, help=f"seed (default {recipe.seed})")
     fp.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     fp.add_argument("--force", action="store_true", help="retrain even when cached weights exist")
     fp.set_defaults(func=cmd_finetune_text)
