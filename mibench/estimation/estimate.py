@@ -84,7 +84,7 @@ def estimate(x, y, estimator: str = "smile", critic: str = "joint", steps: int |
              preprocess: str = "normal-scores", gaussian_critic: bool | None = None, device: str = "auto",
              seed: int = 0, units: str = "bits", progress: bool = False,
              eval_every: int | None = None, patience: int | None = None, min_steps: int | None = None,
-             threads: int | None = 1) -> EstimateResult:
+             threads: int | None = 1, reduce: bool | None = None, noise: float | None = None) -> EstimateResult:
     """Estimate I(X;Y) from paired samples (module docstring: procedure and ``status`` values).
 
     Parameters
@@ -93,14 +93,17 @@ def estimate(x, y, estimator: str = "smile", critic: str = "joint", steps: int |
         (n, ...) inputs (images) are flattened per sample.  Finite values only.
     estimator : any registered estimator name, ``package.module:Name`` or entry point (``mibench list``).
     critic : critic of a critic-bound estimator (``joint``, ``separable``, ``bilinear``, ``inner``).
-    steps, batch_size, lr, hidden, layers, eval_every, patience, min_steps : training settings of a
+    steps, batch_size, lr, hidden, layers, eval_every, patience, min_steps, noise : training settings of a
         critic-bound estimator; ``None`` takes the data-sized default
-        (:func:`mibench.estimation.defaults.default_settings`).  ``patience=0`` disables early stopping.
+        (:func:`mibench.estimation.defaults.default_settings`).  ``patience=0`` disables early stopping;
+        ``noise`` is the standard deviation of Gaussian noise added to the (standardised) training batches.
     embed : the separable critic's embedding size.
     test_fraction : share of the pairs held out for the readout (0: report the training tail,
         status ``train_only``).
     preprocess : ``"normal-scores"`` (default), ``"zscore"`` or ``"none"`` (module docstring, step 1).
     gaussian_critic : start from the Gaussian critic (True), never (False), or by the size rule (None).
+    reduce : project each side onto its leading canonical directions, fitted on the training pairs,
+        before the critic (True), never (False), or where dim_x + dim_y > 256 (None; module docstring, step 2).
     device : ``auto``, ``cpu``, ``cuda[:N]`` or ``mps``.
     seed : seeds the split, the critic's initialisation and the minibatches (same seed, same result).
     units : ``"bits"`` (default) or ``"nats"``.
@@ -127,14 +130,14 @@ def estimate(x, y, estimator: str = "smile", critic: str = "joint", steps: int |
     try:
         return _estimate(x, y, estimator, critic, steps, batch_size, lr, hidden, layers, embed, test_fraction,
                          preprocess, gaussian_critic, device, seed, units, progress, eval_every, patience, min_steps,
-                         t_start)
+                         t_start, reduce, noise)
     finally:
         torch.set_num_threads(old_threads)
 
 
 def _estimate(x, y, estimator, critic, steps, batch_size, lr, hidden, layers, embed, test_fraction, preprocess,
               gaussian_critic, device, seed, units, progress, eval_every, patience, min_steps,
-              t_start) -> EstimateResult:
+              t_start, reduce=None, noise=None) -> EstimateResult:
     from ..checks import as_2d, check_same_rows
     from ..estimators import ESTIMATORS
     from ..estimators.protocols import CRITIC, kind_of
@@ -159,8 +162,9 @@ def _estimate(x, y, estimator, critic, steps, batch_size, lr, hidden, layers, em
     settings = None
     if kind == CRITIC:
         opts = {"hidden": hidden, "layers": layers, "batch_size": batch_size, "lr": lr, "steps": steps,
-                "eval_every": eval_every, "patience": patience, "min_steps": min_steps}
+                "eval_every": eval_every, "patience": patience, "min_steps": min_steps, "noise": noise}
         settings = _critic_settings(xa.shape[0], xa.shape[1], ya.shape[1], test_fraction, opts)
+        settings = (*settings, opts, reduce)
     constant = constant_input(xa, ya)
     if constant:
         warnings.warn(f"{constant}: I(X;Y) = 0, nothing was estimated", DependenceWarning, stacklevel=3)
@@ -179,6 +183,7 @@ def _critic_settings(n: int, dim_x: int, dim_y: int, test_fraction: float, opts:
     n_test = int(round(n * test_fraction))
     n_train = n - n_test
     auto = default_settings(n_train, dim_x, dim_y)
+    auto.setdefault("noise", 0.0)
     s = {k: (auto[k] if v is None else v) for k, v in opts.items()}
     if n < MIN_SAMPLES or n_train < s["batch_size"] or (test_fraction > 0 and n_test < 16):
         raise MibenchError(f"{n} samples are too few for batch_size {s['batch_size']} with test_fraction {test_fraction} "
@@ -189,6 +194,8 @@ def _critic_settings(n: int, dim_x: int, dim_y: int, test_fraction: float, opts:
         raise MibenchError(f"lr must be a positive number, got {s['lr']}")
     if int(s["steps"]) < 1 or int(s["eval_every"]) < 1 or int(s["patience"]) < 0:
         raise MibenchError("steps and eval_every must be >= 1 and patience >= 0")
+    if not (s["noise"] >= 0 and math.isfinite(s["noise"])):
+        raise MibenchError(f"noise must be a number >= 0, got {s['noise']}")
     return s, n_train, n_test
 
 
@@ -229,29 +236,43 @@ def _critic_estimate(xa, ya, est_name, critic, settings, embed, test_fraction, p
     from ..device import resolve_device
     from ..estimators import make_estimator
     from ..kernels import make_adam
-    from .defaults import BLOCK
+    from .defaults import BLOCK, default_settings
     from .dependence import deterministic_dependence
     from .gaussian_start import GAUSSIAN_LR_SCALE, GAUSSIAN_MAX_DIM, GAUSSIAN_PAIRS_PER_DIM, GaussianResidualCritic
     from .preprocess import standardise_columns
+    from .reduce import REDUCE_ABOVE_DIM, apply_reduction, fit_canonical_reduction
     from .training import train_held_out
 
     n = xa.shape[0]
-    s, n_train, n_test = settings
-    steps, batch = int(s["steps"]), int(s["batch_size"])
+    s, n_train, n_test, opts, reduce = settings
     dev = resolve_device(device)
 
     perm = np.random.default_rng(seed).permutation(n)
     tr, te = perm[:n_train], perm[n_train:]
+    dim_in = (xa.shape[1], ya.shape[1])
+    if reduce is None:
+        reduce = sum(dim_in) > REDUCE_ABOVE_DIM
+    reason = deterministic_dependence(xa, ya, tr)
+    if reason:
+        used = {**s, "embed": embed, "test_fraction": test_fraction, "preprocess": preprocess, "reduce": bool(reduce)}
+        return _deterministic_result(reason, {**base, "n_train": n_train, "n_test": n_test}, t_start, used)
+    standardise_columns((xa, ya), tr, preprocess)
+    reduction = None
+    if reduce:
+        a, b, reduction = fit_canonical_reduction(xa, ya, tr, seed)
+        xa, ya = apply_reduction(xa, a, tr), apply_reduction(ya, b, tr)
+        standardise_columns((xa, ya), tr, "zscore")
+        s = {**default_settings(n_train, *dim_in, reduced_dims=(xa.shape[1], ya.shape[1])),
+             **{k: v for k, v in opts.items() if v is not None}}
+    steps, batch = int(s["steps"]), int(s["batch_size"])
     d = xa.shape[1] + ya.shape[1]
     if gaussian_critic is None:
         gaussian_critic = d <= GAUSSIAN_MAX_DIM and n_train >= GAUSSIAN_PAIRS_PER_DIM * d
     block = min(BLOCK, batch)
     used = {**s, "block": block, "embed": embed, "test_fraction": test_fraction, "preprocess": preprocess,
-                "gaussian_critic": bool(gaussian_critic)}
-    reason = deterministic_dependence(xa, ya, tr)
-    if reason:
-        return _deterministic_result(reason, {**base, "n_train": n_train, "n_test": n_test}, t_start, used)
-    standardise_columns((xa, ya), tr, preprocess)
+            "gaussian_critic": bool(gaussian_critic), "reduce": bool(reduce)}
+    if reduction is not None:
+        used["reduction"] = reduction
     xt = torch.as_tensor(xa, dtype=torch.float32, device=dev)
     yt = torch.as_tensor(ya, dtype=torch.float32, device=dev)
     x_tr, y_tr, x_te, y_te = xt[tr], yt[tr], xt[te], yt[te]
@@ -275,7 +296,7 @@ def _critic_estimate(xa, ya, est_name, critic, settings, embed, test_fraction, p
     out = train_held_out(net, head, optimizer, x_tr, y_tr, x_te, y_te, steps=steps, batch=batch // block * block,
                          block=block, eval_every=int(s["eval_every"]), patience=int(s["patience"]),
                          min_steps=int(s["min_steps"]), seed=seed, start_is_candidate=bool(gaussian_critic),
-                         progress=progress)
+                         noise=float(s.get("noise", 0.0)), progress=progress)
     if not math.isfinite(out.raw):
         raise MibenchError(f"estimator {est_name!r} diverged at step {out.diverged_at} before any finite held-out "
                            "value; try a smaller lr or another estimator")
