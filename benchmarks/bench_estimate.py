@@ -70,6 +70,9 @@ def old_defaults(x, y, seed=0):
 PEER_STOCK = {"bmi": ["infonce", "ksg"], "torch-mist": ["smile", "infonce"], "latentmi": ["lmi"]}
 
 
+PEER_TIMEOUT = 1200.0   # seconds per peer call (all its estimators on one dataset); NaN past it
+
+
 def run_peer(python: str, peer: str, estimators: list[str], path: str, seed: int) -> dict:
     """{estimator: (mi nats, seconds)} from benchmarks/peers/run_<peer>.py run by the peer's own python
     on the .npz at ``path``."""
@@ -77,9 +80,17 @@ def run_peer(python: str, peer: str, estimators: list[str], path: str, seed: int
     import subprocess
 
     script = Path(__file__).with_name("peers") / f"run_{peer.replace('-', '_')}.py"
-    out = subprocess.run([python, str(script), ",".join(estimators), path, "--seed", str(seed)],
-                         capture_output=True, text=True)
     res = {e: (float("nan"), float("nan")) for e in estimators}
+    try:
+        out = subprocess.run([python, str(script), ",".join(estimators), path, "--seed", str(seed)],
+                             capture_output=True, text=True, timeout=PEER_TIMEOUT)
+    except subprocess.TimeoutExpired as e:
+        print(f"# peer {peer} timed out after {PEER_TIMEOUT:.0f} s on {path}", file=sys.stderr)
+        for line in (e.stdout or b"").decode().splitlines():
+            if line.startswith("{"):
+                d = json.loads(line)
+                res[d["estimator"]] = (d["mi_nats"], d["seconds"])
+        return res
     for line in out.stdout.splitlines():
         if line.startswith("{"):
             d = json.loads(line)
@@ -165,8 +176,12 @@ def main() -> int:
                     help="run peer NAME (bmi, torch-mist, latentmi) with that environment's python on the same "
                          f"datasets; estimators default to the stock ones ({PEER_STOCK}); repeatable")
     ap.add_argument("--peer-python", default=None, help="shorthand for --peer bmi=PYTHON (earlier interface)")
+    ap.add_argument("--peer-timeout", type=float, default=PEER_TIMEOUT,
+                    help="seconds per peer call (one peer, all its estimators, one dataset); NaN past it")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    global PEER_TIMEOUT
+    PEER_TIMEOUT = args.peer_timeout
     peers = {}
     for spec in args.peer + ([f"bmi={args.peer_python}"] if args.peer_python else []):
         name, _, rest = spec.partition("=")

@@ -196,6 +196,9 @@ def test_gaussian_start_rule_and_step_zero_readout():
     off = mibench.estimate(x, y, seed=0, units="nats", steps=100, device="cpu", gaussian_critic=False)
     assert not off.settings["gaussian_critic"] and off.held_out_curve[0, 0] == 25   # no step-0 candidate
     rng = np.random.default_rng(0)
-    big = mibench.estimate(rng.standard_normal((600, 200)), rng.standard_normal((600, 100)), steps=2,
-                           device="cpu")
+    wide = rng.standard_normal((600, 200)), rng.standard_normal((600, 100))
+    big = mibench.estimate(*wide, steps=2, device="cpu", reduce=False)
     assert not big.settings["gaussian_critic"]                # d = 300 > 256 (and < 20 pairs per dimension)
+    red = mibench.estimate(*wide, steps=2, device="cpu")      # by default d > 256 is reduced to canonical
+    assert red.settings["reduce"] and red.settings["reduction"]["rank"] == 1    # directions: none above the null
+    assert red.settings["gaussian_critic"]                    # but the floor of 1 a side: d = 2
