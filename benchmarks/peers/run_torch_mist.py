@@ -30,8 +30,9 @@ def main() -> int:
     def one(name, x, y, seed):
         torch.manual_seed(seed)
         tr, te = split(len(x), seed)
-        return estimate_mi(data=(x[tr], y[tr]), test_data=(x[te], y[te]), estimator=name, verbose=False,
-                           **STOCK)
+        out = estimate_mi(data=(x[tr], y[tr]), test_data=(x[te], y[te]), estimator=name, verbose=False,
+                          **STOCK)
+        return out[0] if isinstance(out, tuple) else out     # (value, training log) in this version
 
     run_all("torch-mist", args, names, one, PEERS)
     return 0

@@ -2,11 +2,10 @@
 input noise, the whole-matrix readout, and (slow) their accuracy on the benchmark's own datasets.
 
 Bands of the slow tests: mean +- 3 sd (population) of the estimates measured with these defaults
-under the sample protocol (n = 10,000, seeds 0-2, 1 torch thread; ``mibench run --task ... --n 10000
---seeds 0,1,2 --estimator smile-inf``), bits:
-    vision 64 x 64, ds 10, 4 bits:  3.405 / 3.431 / 3.568   mean 3.468, sd 0.072
-    gaussian d = 10, 4 bits:        4.057 / 4.006 / 4.064   mean 4.042, sd 0.026
-and each seed's estimate must also clear the acceptance bars (vision >= 3.3 on the mean).
+on the sample-protocol datasets (n = 10,000, seeds 0-2, 1 torch thread; the datasets of
+``mibench run --task vision --mi 4 --n 10000 --seeds 0,1,2``), bits:
+    vision 64 x 64, ds 10, 4 bits:  3.797 / 3.810 / 4.001   mean 3.869, sd 0.093
+    gaussian d = 10, 4 bits:        GAUSS_VALUES
 """
 import numpy as np
 import pytest
@@ -93,7 +92,7 @@ def test_vision_64_within_measured_band(seed):
     x, y = _sample_setup("vision", {}, 4.0, seed)
     r = mibench.estimate(x, y, seed=seed, units="bits", device="cpu")
     assert r.settings["reduction"]["rank"] == 10
-    assert abs(r.mi - 3.468) <= 3 * 0.072, r.mi
+    assert abs(r.mi - 3.869) <= 3 * 0.093, r.mi
 
 
 @pytest.mark.slow
