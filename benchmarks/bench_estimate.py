@@ -73,6 +73,11 @@ PEER_STOCK = {"bmi": ["infonce", "ksg"], "torch-mist": ["smile", "infonce"], "la
 PEER_TIMEOUT = 1200.0   # seconds per peer call (all its estimators on one dataset); NaN past it
 
 
+def set_peer_timeout(seconds: float) -> None:
+    global PEER_TIMEOUT
+    PEER_TIMEOUT = float(seconds)
+
+
 def run_peer(python: str, peer: str, estimators: list[str], path: str, seed: int) -> dict:
     """{estimator: (mi nats, seconds)} from benchmarks/peers/run_<peer>.py run by the peer's own python
     on the .npz at ``path``."""
@@ -176,12 +181,11 @@ def main() -> int:
                     help="run peer NAME (bmi, torch-mist, latentmi) with that environment's python on the same "
                          f"datasets; estimators default to the stock ones ({PEER_STOCK}); repeatable")
     ap.add_argument("--peer-python", default=None, help="shorthand for --peer bmi=PYTHON (earlier interface)")
-    ap.add_argument("--peer-timeout", type=float, default=PEER_TIMEOUT,
+    ap.add_argument("--peer-timeout", type=float, default=1200.0,
                     help="seconds per peer call (one peer, all its estimators, one dataset); NaN past it")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    global PEER_TIMEOUT
-    PEER_TIMEOUT = args.peer_timeout
+    set_peer_timeout(args.peer_timeout)
     peers = {}
     for spec in args.peer + ([f"bmi={args.peer_python}"] if args.peer_python else []):
         name, _, rest = spec.partition("=")
