@@ -5,7 +5,10 @@ Bands of the slow tests: mean +- 3 sd (population) of the estimates measured wit
 on the sample-protocol datasets (n = 10,000, seeds 0-2, 1 torch thread; the datasets of
 ``mibench run --task vision --mi 4 --n 10000 --seeds 0,1,2``), bits:
     vision 64 x 64, ds 10, 4 bits:  3.797 / 3.810 / 4.001   mean 3.869, sd 0.093
-    gaussian d = 10, 4 bits:        GAUSS_VALUES
+    gaussian d = 10, 4 bits:        4.168 / 4.125 / 4.166   mean 4.153, sd 0.020
+    text ds 2 (MiniLM), 1 bit:      0.718 / 0.696 / 0.729   mean 0.714, sd 0.014
+(results/sample_leaderboard, smile-5 cells).  SMILE-5 reads the Gaussian 0.15 bits high (its clip;
+module docstring of mibench.estimation.estimate), which the band pins rather than hides.
 """
 import numpy as np
 import pytest
@@ -101,4 +104,13 @@ def test_gaussian_d10_within_measured_band(seed):
     x, y = _sample_setup("gaussian", {}, 4.0, seed)
     r = mibench.estimate(x, y, seed=seed, units="bits", device="cpu")
     assert not r.settings["reduce"]
-    assert abs(r.mi - 4.042) <= 3 * 0.026, r.mi
+    assert abs(r.mi - 4.153) <= 3 * 0.020, r.mi
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_text_ds2_within_measured_band(seed):
+    x, y = _sample_setup("text", {"ds": 2}, 1.0, seed)
+    r = mibench.estimate(x, y, seed=seed, units="bits", device="cpu")
+    assert r.settings["reduction"]["rank"] == 2
+    assert abs(r.mi - 0.714) <= 3 * 0.014, r.mi
