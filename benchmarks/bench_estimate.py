@@ -1,14 +1,18 @@
 """mibench.estimate on the ``distributions`` family at n pairs (default 10,000): per case the truth,
 the default estimate, its error, status, standard error and wall time, next to mibench's KSG
-(mibench.estimators.classical.ksg_mi_continuous, k = 3) and, with ``--peer-python``, the stock
-estimators of the BMI package (benchmarks/peer_bmi.py, run in their own JAX environment on the
-same datasets); a summary counts the cases within the issue-13 target (0.1 nats or 10 %) and the
-cases where mibench.estimate is closer to the truth than each peer.  ``--speed`` adds a 1-d
-10,000-pair call with the current defaults vs the pre-issue-13 ones (SMILE-5, joint 2 x 256, 2,000
-steps, batch 64, whole-batch scoring), measured in the same run.
+(mibench.estimators.classical.ksg_mi_continuous, k = 3) and peer libraries' stock estimators on the
+same datasets, each run in its own environment (``--peer NAME=PYTHON``, repeatable: ``bmi``,
+``torch-mist``, ``latentmi``; benchmarks/peers/run_<name>.py, stock settings documented there).
+``--setups gaussian,vision,text`` adds the sample-protocol datasets of mibench.evaluate's suites
+(n = 10,000, the committed leaderboard's seeds; ``mixed`` = vision X, text Y, ds 2 at 1 bit), drawn once
+with mibench.sample_protocol.draw_dataset and kept as .npz under ``--data-cache`` (the peers read the
+same files); their table is in bits.  Each table ends with a summary: cases within the target
+(|error| <= max(0.1, 10 % of the truth)) and cases where mibench.estimate is closer to the truth than
+each peer.  ``--speed`` adds a 1-d 10,000-pair call with the current defaults vs the earlier ones
+(SMILE-5, joint 2 x 256, 2,000 steps, batch 64, whole-batch scoring), measured in the same run.
 
     flock /tmp/mibench-measure.lock nice -n 5 python benchmarks/bench_estimate.py \
-        [--cases a,b,...] [--mi 1.0] [--n 10000] [--seeds 0] [--speed] [--peer-python peer-venv/bin/python] \
+        [--cases a,b,...] [--mi 1.0] [--n 10000] [--seeds 0] [--speed] [--setups gaussian,vision,text] [--peer bmi=/work/peers/bmi/bin/python] \
         [--out benchmarks/results/estimate.txt]
 """
 from __future__ import annotations
@@ -63,22 +67,58 @@ def old_defaults(x, y, seed=0):
     _train(cfg, task, parse_schedule(0.0, 2000), critics, heads, groups, torch.device("cpu"), False)
 
 
-def run_peers(python: str, peers: list[str], x, y) -> dict:
-    """{peer: (mi nats, seconds)} from benchmarks/peer_bmi.py run by the peer environment's python."""
+PEER_STOCK = {"bmi": ["infonce", "ksg"], "torch-mist": ["smile", "infonce"], "latentmi": ["lmi"]}
+
+
+PEER_TIMEOUT = 1200.0   # seconds per peer call (all its estimators on one dataset); NaN past it
+
+
+def set_peer_timeout(seconds: float) -> None:
+    global PEER_TIMEOUT
+    PEER_TIMEOUT = float(seconds)
+
+
+def run_peer(python: str, peer: str, estimators: list[str], path: str, seed: int) -> dict:
+    """{estimator: (mi nats, seconds)} from benchmarks/peers/run_<peer>.py run by the peer's own python
+    on the .npz at ``path``."""
     import json
     import subprocess
+
+    script = Path(__file__).with_name("peers") / f"run_{peer.replace('-', '_')}.py"
+    res = {e: (float("nan"), float("nan")) for e in estimators}
+    try:
+        out = subprocess.run([python, str(script), ",".join(estimators), path, "--seed", str(seed)],
+                             capture_output=True, text=True, timeout=PEER_TIMEOUT)
+    except subprocess.TimeoutExpired as e:
+        print(f"# peer {peer} timed out after {PEER_TIMEOUT:.0f} s on {path}", file=sys.stderr)
+        for line in (e.stdout or b"").decode().splitlines():
+            if line.startswith("{"):
+                d = json.loads(line)
+                res[d["estimator"]] = (d["mi_nats"], d["seconds"])
+        return res
+    for line in out.stdout.splitlines():
+        if line.startswith("{"):
+            d = json.loads(line)
+            res[d["estimator"]] = (d["mi_nats"], d["seconds"])
+    if out.returncode:
+        print(f"# peer {peer} exited {out.returncode}: {out.stderr.strip().splitlines()[-1:]} ", file=sys.stderr)
+    return res
+
+
+def run_peers(peers: dict, x, y, seed: int, path: str | None = None) -> dict:
+    """{"peer:estimator": (mi nats, seconds)} for every --peer on the arrays (written to a temporary
+    .npz unless ``path`` already holds them)."""
     import tempfile
 
+    out = {}
     with tempfile.TemporaryDirectory() as tmp:
-        path = str(Path(tmp) / "data.npz")
-        np.savez(path, x=x, y=y)
-        out = subprocess.run([python, str(Path(__file__).with_name("peer_bmi.py")), ",".join(peers), path],
-                             capture_output=True, text=True)
-    res = {p: (float("nan"), float("nan")) for p in peers}
-    for line in out.stdout.splitlines():
-        d = json.loads(line)
-        res[d["estimator"]] = (d["mi"], d["seconds"])
-    return res
+        if path is None:
+            path = str(Path(tmp) / "data.npz")
+            np.savez(path, x=x, y=y)
+        for peer, (python, ests) in peers.items():
+            for e, v in run_peer(python, peer, ests, path, seed).items():
+                out[f"{peer}:{e}"] = v
+    return out
 
 
 def within(err: float, truth: float) -> bool:
@@ -86,69 +126,119 @@ def within(err: float, truth: float) -> bool:
     return abs(err) <= max(0.1, 0.1 * abs(truth))
 
 
-def summarize(rows, peers, emit) -> None:
-    emit("# summary: within target = |error| <= max(0.1 nats, 10 % of truth); 'closer' counts (case, seed) rows")
-    ok = sum(within(m - t, t) for _, _, t, m, _, _ in rows)
-    emit(f"#   mibench.estimate within target: {ok}/{len(rows)}; min estimate {min(r[3] for r in rows):.3f} nats")
-    for label, get in [("ksg (mibench, k=3)", lambda r: r[4])] + [(f"bmi-{p}", (lambda p: lambda r: r[5][p])(p))
-                                                                  for p in peers]:
+def summarize(rows, cols, emit, tol=within) -> None:
+    emit("# summary: within target = |error| <= max(0.1, 10 % of truth) in the table's unit; 'closer' counts (case, seed) rows")
+    ok = sum(tol(m - t, t) for _, _, t, m, _, _ in rows)
+    emit(f"#   mibench.estimate within target: {ok}/{len(rows)}; min estimate {min(r[3] for r in rows):.3f}")
+    for label, get in [("ksg (mibench, k=3)", lambda r: r[4])] + [(c, (lambda c: lambda r: r[5].get(c, float("nan")))(c))
+                                                                  for c in cols]:
         vals = [(r, get(r)) for r in rows if np.isfinite(get(r))]
         if not vals:
             continue
         closer = sum(abs(r[3] - r[2]) < abs(v - r[2]) for r, v in vals)
-        ok_p = sum(within(v - r[2], r[2]) for r, v in vals)
+        ok_p = sum(tol(v - r[2], r[2]) for r, v in vals)
         emit(f"#   vs {label}: mibench.estimate closer to the truth on {closer}/{len(vals)}; "
              f"{label} within target on {ok_p}/{len(vals)}")
 
 
+SETUPS = {"gaussian": ("gaussian", {}, 4.0), "vision": ("vision", {}, 4.0), "text": ("text", {"ds": 2}, 1.0),
+          "mixed": ("mixed", {"ds": 2}, 1.0)}
+
+
+def setup_dataset(name: str, seed: int, n: int, cache: Path) -> tuple[str, float]:
+    """(.npz path, truth in bits) of the sample-protocol dataset of ``name`` (mibench.evaluate's SETUPS,
+    mixed: ds 2 at 1 bit), drawn once and kept under ``cache``."""
+    task, params, mi = SETUPS[name]
+    path = cache / f"{name}_n{n}_s{seed}.npz"
+    if not path.exists():
+        from mibench.sample_protocol import draw_dataset
+        from mibench.tasks import make_task
+
+        x, y = draw_dataset(make_task(task, device="cpu", **params), n, mi, seed)
+        cache.mkdir(parents=True, exist_ok=True)
+        np.savez(path, x=x.astype(np.float32), y=y.astype(np.float32), seed=seed, truth_bits=mi)
+    return str(path), mi
+
+
 def main() -> int:
+    import os
+    import platform
+
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cases", default=",".join(SUITE))
-    ap.add_argument("--mi", type=float, default=1.0, help="true MI in nats")
+    ap.add_argument("--cases", default=",".join(SUITE), help="distributions cases ('' for none)")
+    ap.add_argument("--setups", default="", help="sample-protocol setups: gaussian,vision,text,mixed (bits)")
+    ap.add_argument("--data-cache", default=str(Path.home() / ".cache" / "mibench" / "bench_estimate"),
+                    help="where the setups' datasets are kept as .npz (shared with the peers)")
+    ap.add_argument("--mi", type=float, default=1.0, help="true MI of the distributions cases, nats")
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--seeds", default="0")
+    ap.add_argument("--estimator", default=None, help="mibench.estimate's estimator (default: its default)")
     ap.add_argument("--speed", action="store_true", help="also time old vs new defaults on 1-d data")
     ap.add_argument("--no-ksg", action="store_true")
     ap.add_argument("--ksg-max-dim", type=int, default=20,
                     help="skip KSG above this dx + dy (it took 133 s at 25x25 on the busy 2-core machine)")
-    ap.add_argument("--peer-python", default=None,
-                    help="python of an environment with benchmark-mi installed (see benchmarks/peer_bmi.py): "
-                         "also run BMI's stock estimators on the same datasets")
-    ap.add_argument("--peers", default="infonce,ksg", help="BMI estimators for --peer-python")
+    ap.add_argument("--peer", action="append", default=[], metavar="NAME=PYTHON[:EST,EST]",
+                    help="run peer NAME (bmi, torch-mist, latentmi) with that environment's python on the same "
+                         f"datasets; estimators default to the stock ones ({PEER_STOCK}); repeatable")
+    ap.add_argument("--peer-python", default=None, help="shorthand for --peer bmi=PYTHON (earlier interface)")
+    ap.add_argument("--peer-timeout", type=float, default=1200.0,
+                    help="seconds per peer call (one peer, all its estimators, one dataset); NaN past it")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    set_peer_timeout(args.peer_timeout)
+    peers = {}
+    for spec in args.peer + ([f"bmi={args.peer_python}"] if args.peer_python else []):
+        name, _, rest = spec.partition("=")
+        python, _, ests = rest.partition(":")
+        peers[name] = (python, ests.split(",") if ests else PEER_STOCK[name])
+    cols = [f"{p}:{e}" for p, (_, ests) in peers.items() for e in ests]
     lines: list[str] = []
 
     def emit(s=""):
         print(s, flush=True)
         lines.append(s)
 
-    import platform
-    emit(f"# bench_estimate: n = {args.n} pairs, true MI = {args.mi} nats, seeds {args.seeds}; "
-         f"torch {torch.__version__}, {platform.processor() or platform.machine()}, "
-         f"{torch.get_num_threads()} torch threads available; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    emit(f"# load average at start: {', '.join(f'{v:.2f}' for v in __import__('os').getloadavg())} (shared 2-core machine)")
-    peers = [p for p in args.peers.split(",") if p] if args.peer_python else []
-    emit(f"{'case':22s} {'seed':>4s} {'truth':>6s} {'estimate':>8s} {'stderr':>6s} {'error':>7s} {'status':18s} "
-         f"{'seconds':>7s} {'steps':>5s} {'params':>6s} {'ksg':>6s} {'ksg_s':>6s}"
-         + "".join(f" {'bmi-' + p:>11s} {'s':>5s}" for p in peers))
-    rows = []
-    for name in args.cases.split(","):
-        for seed in [int(s) for s in args.seeds.split(",")]:
-            x, y, truth = draw(name, args.n, mi_nats=args.mi, seed=seed)
-            r = mibench.estimate(x, y, units="nats", seed=seed, device="cpu")
+    kw = {"estimator": args.estimator} if args.estimator else {}
+    seeds = [int(s) for s in args.seeds.split(",")]
+    emit(f"# bench_estimate: n = {args.n} pairs, seeds {args.seeds}; mibench.estimate defaults{' ' + str(kw) if kw else ''}, "
+         f"1 torch thread; torch {torch.__version__}, {platform.processor() or platform.machine()}; "
+         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    emit(f"# load average at start: {', '.join(f'{v:.2f}' for v in os.getloadavg())} (shared 2-core machine)")
+    head = (f"{'case':22s} {'seed':>4s} {'truth':>6s} {'estimate':>8s} {'stderr':>6s} {'error':>7s} {'status':18s} "
+            f"{'seconds':>7s} {'steps':>5s} {'params':>6s} {'ksg':>6s} {'ksg_s':>6s}" + "".join(f" {c:>18s} {'s':>6s}" for c in cols))
+
+    def table(items, unit):
+        emit(f"# unit: {unit}")
+        emit(head)
+        rows = []
+        for name, seed, x, y, truth, path in items:
+            r = mibench.estimate(x, y, units=unit, seed=seed, device="cpu", **kw)
+            scale = 1.0 if unit == "nats" else 1 / np.log(2)
             if args.no_ksg or x.shape[1] + y.shape[1] > args.ksg_max_dim:
                 k, ks = float("nan"), float("nan")
             else:
                 t0 = time.perf_counter()
-                k = ksg_mi_continuous(x.astype(np.float64), y.astype(np.float64), k=3, seed=seed)
+                k = ksg_mi_continuous(x.astype(np.float64), y.astype(np.float64), k=3, seed=seed) * scale
                 ks = time.perf_counter() - t0
-            peer = run_peers(args.peer_python, peers, x, y) if peers else {}
-            rows.append((name, seed, truth, r.mi, k, {p: v[0] for p, v in peer.items()}))
+            peer = {c: (v[0] * scale, v[1]) for c, v in run_peers(peers, x, y, seed, path).items()} if peers else {}
+            rows.append((name, seed, truth, r.mi, k, {c: v[0] for c, v in peer.items()}))
             emit(f"{name:22s} {seed:4d} {truth:6.3f} {r.mi:8.3f} {r.mi_stderr:6.3f} {r.mi - truth:+7.3f} "
                  f"{r.status:18s} {r.seconds:7.1f} {r.steps_run:5d} {r.n_parameters:6d} {k:6.3f} {ks:6.1f}"
-                 + "".join(f" {peer[p][0]:11.3f} {peer[p][1]:5.1f}" for p in peers))
-    summarize(rows, peers, emit)
+                 + "".join(f" {peer[c][0]:18.3f} {peer[c][1]:6.1f}" for c in cols))
+        summarize(rows, cols, emit)
+
+    if args.cases:
+        table(((name, seed, *draw(name, args.n, mi_nats=args.mi, seed=seed), None)
+               for name in args.cases.split(",") for seed in seeds), "nats")
+    if args.setups:
+        def items():
+            for name in args.setups.split(","):
+                for seed in seeds:
+                    path, truth = setup_dataset(name, seed, args.n, Path(args.data_cache))
+                    d = np.load(path)
+                    yield name, seed, d["x"].astype(np.float64), d["y"].astype(np.float64), truth, path
+        table(items(), "bits")
+    emit(f"# load average at end: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
     if args.speed:
         x, y, _ = draw("gauss-dense-1x1", 10_000, mi_nats=1.0, seed=0)
         t0 = time.perf_counter()
