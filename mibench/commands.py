@@ -214,7 +214,6 @@ def cmd_list(args) -> int:
     from .critics import CRITICS
     from .estimators import ESTIMATORS, PAPER_ESTIMATORS
     from .plugins import plugin_lines
-    from .tasks import TASKS
 
     def section(title, reg):
         print(title)
