@@ -55,8 +55,9 @@ def test_evaluate_without_a_checkout_uses_the_packaged_copy(no_checkout, capsys)
 
     board = mibench.evaluate(zero, "quick", timeout=None, progress=False, seeds=[0])
     me = f"{zero.__module__}.zero"
-    assert me in set(board["estimator"]) and len(set(board["estimator"])) == 8
-    assert f"{me} ranks 8 of 8" in capsys.readouterr().out    # 4 bits of MSE 16: last
+    n = len(set(board["estimator"]))
+    assert me in set(board["estimator"]) and n >= 5                 # the packaged gaussian rows and ours
+    assert f"{me} ranks {n} of {n}" in capsys.readouterr().out    # 4 bits of MSE 16: last
 
 
 def test_env_and_explicit_baselines_still_override(no_checkout, monkeypatch, tmp_path):
