@@ -5,7 +5,7 @@ code path (about 185 GFLOP/s on this project's 2-core EPYC) while oneDNN's kerne
 390 GFLOP/s.  :func:`linear` routes the forward GEMM (with fused bias) and both backward GEMMs
 of a linear(+ReLU) layer through oneDNN on CPU fp32 tensors; everywhere else (CUDA, other
 dtypes, builds without oneDNN, or ``MIBENCH_KERNELS=aten``) it is plain ``F.linear``.  Both paths
-compute the same function; ``tests/test_kernels.py`` checks values and gradients against aten.
+compute the same function; ``tests/critics/test_kernels.py`` checks values and gradients against aten.
 """
 from __future__ import annotations
 

@@ -153,7 +153,7 @@ def sufficiency(y, z, **kw) -> float:
 
 #: Random-forest settings for the NeurIPS algorithms.  The paper says only "random forest regressors"
 #: and "mean absolute error" (§5); the forest and the number of samples are not given.  Its tables pin
-#: them down (measured: see tests/test_disentanglement_neurips.py): the terms that compare two
+#: them down (measured: see tests/disentanglement/test_neurips.py): the terms that compare two
 #: predictions of a target the inputs carry no information about (Cos2I's compactness of y_3 ≈ 0.79,
 #: Table 10's modularity of the noise code z_4 ≈ 0.78) need smooth predictions of pure noise (a
 #: leaf of ~20 samples; sklearn's default leaf of 1 gives ≈ 0.40), and explicitness (Cos0 0.994,

@@ -164,7 +164,7 @@ class ClassPool:
         (= ds (1 - H_b(beta)) bits with an error-free decoder).  ``exclude_same_item=True`` is the
         paper's construction (§4.4: "a different image or text of same class is drawn"): where
         cy == cx, iy is never the same item as ix.  That couples the item indices and adds a small
-        excess over ds (1 - H_b(beta)) that shrinks with the pool size (tests/test_paper_fidelity.py
+        excess over ds (1 - H_b(beta)) that shrinks with the pool size (tests/tasks/test_paper_fidelity.py
         computes it exactly by enumeration).
         """
         u = torch.rand((2,) + tuple(cx.shape), generator=generator, device=self.device, dtype=torch.float64)
@@ -197,7 +197,7 @@ def pairing_mi_bits(sizes, beta: float, exclude_same_item: bool) -> float:
     * exclusion: same-class pairs i != j have ratio 2 (1 - beta) n_c / (n_c - 1), so
       I = 1 - H_b(beta) + (1 - beta) / 2 * sum_c log2(n_c / (n_c - 1))  (the excess).
 
-    ds independent sources add up.  tests/test_paper_fidelity.py checks this against brute-force
+    ds independent sources add up.  tests/tasks/test_paper_fidelity.py checks this against brute-force
     enumeration of the joint pmf and against :meth:`ClassPool.draw`.
     """
     b = float(beta)

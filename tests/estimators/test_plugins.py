@@ -17,7 +17,7 @@ import pytest
 from mibench.cli import main
 from mibench.errors import MibenchError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "mibench-example-plugin"
 GOOD = "mibench_example_plugin.estimators:GaussianEstimator"
 

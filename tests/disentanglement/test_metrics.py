@@ -190,7 +190,7 @@ def test_sepliarskaia_sap_mixed_example():
 
 # -- Almudévar et al. ------------------------------------------------------------------------
 
-# NeurIPS Algorithms 1-4 against the paper's tables: tests/test_disentanglement_neurips.py.
+# NeurIPS Algorithms 1-4 against the paper's tables: tests/disentanglement/test_neurips.py.
 
 
 def test_almudevar_iclr_minimality_and_sufficiency_track_alpha_beta_gamma():

@@ -40,7 +40,7 @@ PAPER_T11 = {"Cos1I": (0.9947, 0.9947, 0.9947, 0.0), "CosNuis2I": (0.9950, 0.995
 # explicitness):  Cos0 +0.001 +0.001 +0.005 (sd <= 0.0005);  Cos1I +0.001 +0.001 +0.005 (<= 0.0005);
 # Cos2I +0.001 −0.004 +0.004 (<= 0.0013);  Cos3I −0.013 +0.015 −0.004 (0.0044, 0.0042, 0.0016);
 # Cos1D +0.001 +0.001 +0.005 (<= 0.0004);  Cos2D −0.001 +0.010 +0.006 (<= 0.0009);
-# Cos3D +0.002 −0.004 +0.011 (<= 0.0016).  Re-measure with ``python tests/test_disentanglement_neurips.py``
+# Cos3D +0.002 −0.004 +0.011 (<= 0.0016).  Re-measure with ``python tests/disentanglement/test_neurips.py``
 # (seeds 0-2, all 11 scenarios, ~25 CPU-minutes).  Tolerance = |mean − paper| + 4 sd, rounded up to 0.01.
 T234_TOL = {"Cos0": (0.01, 0.01, 0.01), "Cos1I": (0.01, 0.01, 0.01), "Cos2I": (0.01, 0.01, 0.01),
             "Cos3I": (0.04, 0.04, 0.02), "Cos1D": (0.01, 0.01, 0.01), "Cos2D": (0.01, 0.02, 0.01),

@@ -262,7 +262,7 @@ def test_readme_snippet_benchmarks_an_estimator(capsys):
 
     if not (baseline_dir() / "leaderboard.csv").is_file():
         pytest.skip("results/sample_leaderboard not committed yet")
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme.split("## Benchmark your own estimator", 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     assert len(code.strip().splitlines()) <= 10

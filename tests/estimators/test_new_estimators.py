@@ -2,7 +2,7 @@
 histogram baselines and the doe-flow generative estimator, each against analytic MI.
 
 Tolerances come from spreads measured over seeds (numbers in each test's comment); the heavier
-accuracy checks are ``@pytest.mark.slow`` (``python -m pytest -m slow tests/test_new_estimators.py``).
+accuracy checks are ``@pytest.mark.slow`` (``python -m pytest -m slow tests/estimators/test_new_estimators.py``).
 """
 import math
 
@@ -185,7 +185,7 @@ def test_score_heads_train(name):
     assert torch.isfinite(est) and torch.isfinite(s.grad).all() and s.grad.abs().sum() > 0
 
 
-# Short training in the streaming harness, the setting of tests/test_accuracy.py (Gaussian d = 5,
+# Short training in the streaming harness, the setting of tests/protocols/test_accuracy.py (Gaussian d = 5,
 # truth 2 bits, joint critic 1 x 64, batch 64, lr 1e-3, 800 steps, mean after a 400-step burn-in).
 # Measured on the 2-core machine, seeds 0-4, mean estimate in bits (min-max):
 #   f-dime-kl 1.785-1.875   f-dime-hd 1.869-1.943   f-dime-gan 1.874-1.955   alpha-infonce-0.5 1.872-1.905

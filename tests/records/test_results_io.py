@@ -22,7 +22,7 @@ from mibench.cli import main
 from mibench.protocols.stream_run import RunConfig, run
 
 SMALL = dict(task="gaussian", task_params={"dim": 2}, hidden=8, layers=1, batch_size=16, device="cpu")
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @contextlib.contextmanager
