@@ -5,7 +5,7 @@ same datasets, each run in its own environment (``--peer NAME=PYTHON``, repeatab
 ``torch-mist``, ``latentmi``; benchmarks/peers/run_<name>.py, stock settings documented there).
 ``--setups gaussian,vision,text`` adds the sample-protocol datasets of mibench.evaluate's suites
 (n = 10,000, the committed leaderboard's seeds; ``mixed`` = vision X, text Y, ds 2 at 1 bit), drawn once
-with mibench.sample_protocol.draw_dataset and kept as .npz under ``--data-cache`` (the peers read the
+with mibench.protocols.sample_run.draw_dataset and kept as .npz under ``--data-cache`` (the peers read the
 same files); their table is in bits.  Each table ends with a summary: cases within the target
 (|error| <= max(0.1, 10 % of the truth)) and cases where mibench.estimate is closer to the truth than
 each peer.  ``--speed`` adds a 1-d 10,000-pair call with the current defaults vs the earlier ones
