@@ -18,7 +18,7 @@ SUBCOMMAND_MODULES = [
     "mibench.data.cli",             # data
     "mibench.sweep_cli",            # sweep, leaderboard, compare, plot
     "mibench.validate_cli",         # validate
-    "mibench.encoders_cli",         # encoders (list, train-resnet, check, layer-study)
+    "mibench.encoders_cli",         # encoders (list, finetune-text, train-resnet, check, layer-study)
     "mibench.report.cli",           # report
 ]
 
@@ -37,7 +37,7 @@ COMMANDS = {
     "plot": ("mibench.sweep_cli", "figures for a run or a sweep (staircase, bias/variance/MSE, sweep curves)"),
     "validate": ("mibench.validate_cli",
                  "validate disentanglement metrics' MI back-ends against the analytic Gaussian toy model"),
-    "encoders": ("mibench.encoders_cli", "encoders g for I(g(X); g(Y)): list, train-resnet, check"),
+    "encoders": ("mibench.encoders_cli", "encoders: list, finetune-text (the default text pool's), train-resnet, check"),
     "report": ("mibench.report.cli",
                "a static leaderboard web page (tables, figures, metadata, reproduce commands) for run / sweep "
                "directories"),

@@ -62,7 +62,7 @@ def register_cli(sub) -> None:
     g.add_argument("--exclude-same-item", action="store_true", default=None,
                    help="vision/text: the paper's pairing, Y's item never X's item when the classes agree (adds a "
                         "small excess over ds (1 - H_b(beta)); default: Y drawn independently, exact truth)")
-    g.add_argument("--encoder", help="text: Hugging Face BERT-family checkpoint (path or id)")
+    g.add_argument("--encoder", help="text: minilm-imdb (default: MiniLM fine-tuned on IMDB labels), all-MiniLM-L6-v2 (off the shelf), or a BERT-family checkpoint (path or id)")
     g.add_argument("--data-dir", help="dataset directory (else $MIBENCH_DATA, else the user cache)")
     g.add_argument("--n-per-class", type=int, help="text: reviews embedded per class")
     g.add_argument("--transform", help="apply g to X and Y: realnvp | maf | irevnet (invertible) | resnet (vision)")

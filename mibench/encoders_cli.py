@@ -11,7 +11,7 @@ import sys
 
 
 def register_cli(sub) -> None:
-    p = sub.add_parser("encoders", help="encoders g for I(g(X); g(Y)): list, train-resnet, check",
+    p = sub.add_parser("encoders", help="encoders: list, finetune-text (the default text pool's), train-resnet, check",
                        description="Encoders applied to X and Y (--transform on `mibench run`), and the fine-tuned "
                                    "text encoder behind the default text pool (finetune-text).")
     esub = p.add_subparsers(dest="encoders_command", metavar="ACTION")
