@@ -42,3 +42,10 @@ class UnreadableInput(MibenchError):
 class Terminated(KeyboardInterrupt):
     """SIGTERM arrived while a run was training: the run stops at the next step, like Ctrl-C,
     and its config.json says ``interrupted``."""
+
+
+def one_line(exc: BaseException) -> str:
+    """``"TypeName: first line of the message"`` (``"TypeName"`` when the message is empty): how a
+    failed run, sweep cell or estimate records its error."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")

@@ -10,7 +10,7 @@ import traceback
 import numpy as np
 
 
-from ..errors import MibenchError
+from ..errors import MibenchError, one_line
 
 LN2 = math.log(2.0)
 
@@ -59,8 +59,7 @@ def estimate_once(name: str, x: np.ndarray, y: np.ndarray, seed: int, critic: st
     except BaseException as exc:  # recorded, the run carries on (KeyboardInterrupt re-raised)
         if isinstance(exc, KeyboardInterrupt):
             raise
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        out["error"] = f"{type(exc).__name__}: {msg}".rstrip(": ")[:500]
+        out["error"] = one_line(exc)[:500]
         out["status"] = "error"
         out["traceback"] = traceback.format_exc()
     return out

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from ..checks import check_fields, parse_seeds
-from ..errors import MibenchError
+from ..errors import MibenchError, one_line
 from ..metrics import status_counts
 from ..records import (
     SAMPLE_SUMMARY_EXTRA,
@@ -283,7 +283,7 @@ def run_sample(prepared, out_dir=None, *, progress: bool = False, plot: bool = T
         status = "interrupted"
         raise
     except Exception as exc:
-        error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}".rstrip(": ")
+        error = one_line(exc)
         raise
     finally:
         if worker is not None:

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..checks import check_critic_sizes, check_fields, check_seed
 from ..critics import DEFAULT_EMBED, DEFAULT_HIDDEN, DEFAULT_LAYERS
-from ..errors import MibenchError
+from ..errors import MibenchError, one_line
 from ..metrics import summarize
 from ..records import EstimatesLog, RunWriter, read_config, write_summary
 from ..records.io import atomic_path
@@ -260,7 +260,7 @@ def run(prepared, out_dir=None, *, progress: bool = False, plot: bool = True, ru
             status = "interrupted"
             raise
         except Exception as exc:
-            error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}".rstrip(": ")
+            error = one_line(exc)
             raise
         finally:
             if log is not None:

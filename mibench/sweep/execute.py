@@ -24,7 +24,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import MibenchError
+from ..errors import MibenchError, one_line
 from .plan import clear_cell, plan
 from .spec import SweepSpec
 
@@ -122,8 +122,7 @@ def execute_cell(config: dict, out_dir: str, threads: int | None = None, plot: b
     except Exception as exc:   # recorded, not fatal: the sweep goes on
         while isinstance(exc, UnboundLocalError) and exc.__context__ is not None:
             exc = exc.__context__  # an error raised while cleaning up hides the real one
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        result.update(status="failed", error=f"{type(exc).__name__}: {msg}".rstrip(": "),
+        result.update(status="failed", error=one_line(exc),
                       traceback=traceback.format_exc())
         with contextlib.suppress(Exception):
             cfg = read_config(target)
