@@ -20,9 +20,9 @@ class FinetuneConfig:
     """The recipe (every field enters the cache key)."""
     n_per_class: int = 1500      # IMDB train reviews per class: the default pool's reviews
     max_length: int = 128        # tokens per review while training
-    epochs: int = 2
-    batch_size: int = 16
-    lr: float = 5e-5             # encoder
+    epochs: int = 3              # with lr 1e-4 (vs 2 epochs at 5e-5): held-out accuracy 0.848 vs 0.844, the
+    batch_size: int = 16         # pool 0.999 vs 0.975 decodable before the filter, and the text task's
+    lr: float = 1e-4             # bias at 2 bits (smile / mine, 3000 steps, seed 1) -0.49 / -0.43 vs -0.67 / -0.60
     head_lr: float = 1e-3        # linear head
     weight_decay: float = 0.01
     warmup: float = 0.1          # fraction of the steps
