@@ -112,7 +112,8 @@ def main(argv=None) -> int:
     p.add_argument("--mnist-per-class", type=int, default=2000)
     p.add_argument("--cifar", type=int, default=400)
     p.add_argument("--imdb-per-class", type=int, default=1500)
-    p.add_argument("--max-length", type=int, default=256)
+    p.add_argument("--max-length", type=int, default=None,
+                   help="tokens per review (default: the default encoder's, mibench.data.embeddings.default_max_length)")
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
 
@@ -132,7 +133,10 @@ def main(argv=None) -> int:
         parts["cifar10"] = make_cifar(args.data_dir, args.cifar)
         print("cifar10:", parts["cifar10"]["bytes"], "bytes")
     if "imdb" in args.only:
-        parts["imdb"] = make_imdb(args.data_dir, args.imdb_per_class, args.max_length)
+        from mibench.data.embeddings import default_max_length
+
+        parts["imdb"] = make_imdb(args.data_dir, args.imdb_per_class,
+                                  default_max_length() if args.max_length is None else args.max_length)
         print("imdb:", parts["imdb"]["bytes"], "bytes")
     prov_path.write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
     total = sum(p["bytes"] for p in parts.values())

@@ -256,7 +256,7 @@ def test_shipped_subset_matches_the_current_pooling():
     z = embedded.load("imdb")
     pick = [0, 1500, 2999]
     texts = df["text"].to_numpy()[z["source_row"][pick]]
-    got = E.embed_texts(texts, None, max_length=256, progress=False)
+    got = E.embed_texts(texts, None, max_length=E.default_max_length(), progress=False)
     np.testing.assert_allclose(got, z["embeddings"][pick].astype(np.float32), atol=1e-3, rtol=0)
     assert np.abs(got - z["embeddings"][pick]).max() < np.abs(got).max() * 2 ** -10 * 2
 
@@ -363,7 +363,6 @@ def test_pooling_config_is_honoured(tmp_path, isolated_cache, pooling, modes, no
 def test_pooling_matches_sentence_transformers(tmp_path):
     """Cross-check against sentence-transformers' own Pooling/Normalize modules on a padded batch."""
     st = pytest.importorskip("sentence_transformers")
-    import transformers
 
     from mibench.data import embeddings as E
 
@@ -409,7 +408,7 @@ def test_pooling_is_part_of_the_cache_key(tmp_path):
     key = dict(data_md5="x", max_length=32, split="train", n_per_class=4, seed=0)
     assert E.key_hash(E.embedding_key(ident=ia, **key)) != E.key_hash(E.embedding_key(ident=ib, **key))
     shipped = embedded.provenance()["parts"]["imdb"]["embedding_key"]
-    assert E.embedding_key(shipped["data_md5"], E.encoder_identity(None), 256, "train", 1500, 0) == shipped
+    assert E.embedding_key(shipped["data_md5"], E.encoder_identity(None), 128, "train", 1500, 0) == shipped
     with pytest.raises(MibenchError, match="unsupported pooling"):
         (b / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode": "median"}))
         E.pooling_config(b)

@@ -7,7 +7,7 @@ Files (built by ``scripts/make_embedded.py`` from the full data; provenance and 
 * ``cifar10_backgrounds.npz`` -- CIFAR-10 images used as nuisance backgrounds (uint8, 3x32x32)
 * ``imdb_minilm_imdb.npz``   -- IMDB train-review embeddings from the default encoder, minilm-imdb
                                 (all-MiniLM-L6-v2 fine-tuned on IMDB labels, :mod:`mibench.data.finetune`;
-                                mean pooling + L2 norm, max_length 256; float16)
+                                mean pooling + L2 norm, max_length 128 as it was fine-tuned; float16)
 
 Whenever a task falls back to these, it says so once on stderr and records
 ``"data_source": "embedded subset (...)"`` in its ``info()``.

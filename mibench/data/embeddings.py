@@ -14,8 +14,8 @@ concatenated in that order, as sentence-transformers does), and a ``Normalize`` 
 ``modules.json`` L2-normalises the result.  A checkpoint without a pooling config (a plain BERT)
 gets sentence-transformers' default: mean of the last hidden states over non-padding tokens,
 unnormalised.  all-MiniLM-L6-v2 declares mean pooling + Normalize, so its embeddings are unit
-vectors.  Texts are truncated to ``max_length`` tokens (default 256, the model's
-``max_seq_length``).
+vectors.  Texts are truncated to ``max_length`` tokens: by default 256, the model's
+``max_seq_length``, and 128 for the fine-tuned default encoder, the length it was trained at.
 
 Fingerprint: the packaged all-MiniLM-L6-v2's weight file is checked against its known md5
 (:data:`DEFAULT_ENCODER_MD5`) like the datasets' files (a mismatch is a one-line error unless
@@ -98,6 +98,19 @@ def _have_packaged_minilm() -> bool:
 def is_default_encoder(encoder) -> bool:
     """The default (fine-tuned) encoder: no name, ``default``, ``minilm-imdb``, ``finetuned``."""
     return encoder is None or str(encoder).strip().lower() in _DEFAULT_ALIASES
+
+
+def default_max_length(encoder=None) -> int:
+    """Tokens per review when none is given: for the fine-tuned default encoder, the length it was
+    fine-tuned at (its recipe's ``max_length``, 128), so the pool is read as the encoder learned to
+    separate it; else :data:`DEFAULT_MAX_LENGTH`.  Measured on the text task at 2 bits (smile / mine,
+    3000 steps, seed 1, full data): the 5-epoch fine-tuned encoder's pool embedded at 256 tokens
+    reads with bias -0.41 / -0.37 bits, at 128 tokens -0.21 / -0.17."""
+    if is_default_encoder(encoder):
+        from .finetune_recipe import DEFAULT_CONFIG
+
+        return DEFAULT_CONFIG.max_length
+    return DEFAULT_MAX_LENGTH
 
 
 def is_base_encoder(encoder) -> bool:
@@ -379,18 +392,20 @@ def key_hash(key: dict) -> str:
 
 
 def imdb_embeddings(data_dir=None, encoder=None, n_per_class: int | None = DEFAULT_N_PER_CLASS,
-                    split: str = DEFAULT_SPLIT, max_length: int = DEFAULT_MAX_LENGTH, seed: int = DEFAULT_SEED,
+                    split: str = DEFAULT_SPLIT, max_length: int | None = None, seed: int = DEFAULT_SEED,
                     batch_size: int = 32, progress: bool = True, compute: bool = True, use_shipped: bool = True):
     """(embeddings float32 (N, H), labels int64 (N,), meta) for a class-balanced IMDB subset.
 
     Cached under ``<cache>/embeddings``; ``compute=False`` raises instead of embedding.  On a cache
     miss, when the package's embedded subset was built with exactly this key (same csv md5,
     encoder fingerprint, max_length and subset) its float16 copy seeds the cache instead of
-    recomputing (``meta["origin"]`` says so); ``use_shipped=False`` always computes.
+    recomputing (``meta["origin"]`` says so); ``use_shipped=False`` always computes.  ``max_length``
+    None: the encoder's own (:func:`default_max_length`).
     """
     from .loaders import imdb_subset_indices, load_imdb
 
     df, data_md5, _ = load_imdb(data_dir)
+    max_length = default_max_length(encoder) if max_length is None else int(max_length)
     ident = encoder_identity(encoder)
     key = embedding_key(data_md5, ident, max_length, split, n_per_class, seed)
     kh = key_hash(key)

@@ -220,7 +220,7 @@ def test_default_subset_is_seeded_from_the_shipped_copy_not_recomputed(monkeypat
     from mibench.data import embedded, embeddings
 
     monkeypatch.setattr(embeddings, "embed_texts", lambda *a, **k: pytest.fail("recomputed the default subset"))
-    emb, labels, meta = embeddings.imdb_embeddings(FULL)  # defaults: minilm-imdb, 1500/class, train, 256 tokens
+    emb, labels, meta = embeddings.imdb_embeddings(FULL)  # defaults: minilm-imdb, 1500/class, train, 128 tokens
     assert meta["cache"].startswith("seeded from the shipped")
     shipped = embedded.load("imdb")
     assert np.array_equal(emb, shipped["embeddings"].astype(np.float32))

@@ -2,10 +2,8 @@
 rest is still listed), and the names mibench.evaluate / register_estimator give user estimators:
 a class called CCA or a function called gaussian is qualified by its module and never collides
 with a built-in estimator or alias; a built-in is never replaced."""
-import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from mibench.cli import main

@@ -8,10 +8,8 @@ and PYTHONPATH (module:Name, workers) and write a temporary ``*.dist-info`` with
 import json
 import math
 import os
-import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from mibench.cli import main

@@ -3,7 +3,6 @@ mibench.tasks.truth_check): interior pixels, exact equality, the nuisance bound,
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
