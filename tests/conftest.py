@@ -29,6 +29,18 @@ def gaussian_pair():
     return make
 
 
+@pytest.fixture
+def packaged_baseline_estimators():
+    """task -> the estimators of the baselines packaged in mibench (mibench/data/baselines/)."""
+    from mibench import baselines
+
+    out = {}
+    for run in baselines.load_packaged()["runs"]:
+        cfg = run["config"]["config"]
+        out.setdefault(cfg["task"], set()).update(cfg["estimators"])
+    return out
+
+
 @pytest.fixture(scope="module")
 def isolated_cache(tmp_path_factory):
     """A private, empty MIBENCH_CACHE for a test module, and one torch thread (on a shared 2-core

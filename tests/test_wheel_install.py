@@ -41,7 +41,7 @@ def _run(cmd, *, cwd, env=None, timeout=900) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-def test_wheel_works_without_the_checkout(tmp_path):
+def test_wheel_works_without_the_checkout(tmp_path, packaged_baseline_estimators):
     dist = tmp_path / "dist"
     _run([sys.executable, "-m", "build", "--outdir", dist, REPO], cwd=tmp_path)
     wheel = next(dist.glob("mibench-*.whl"))
@@ -87,12 +87,8 @@ def test_wheel_works_without_the_checkout(tmp_path):
             "print('ESTIMATORS', len(set(board['estimator'])))\n")
     out = _run([bin_ / "python", "-c", code], cwd=outside, env=env).stdout
     assert "mibench_example_plugin.estimators.GaussianEstimator ranks" in out, out
-    # ranked among every packaged gaussian baseline (the count is the packaged copy's, read in-process)
-    import json
-    packaged = json.loads((REPO / "mibench" / "data" / "baselines" / "sample_leaderboard.json").read_text())
-    gaussian = {e for run in packaged["runs"] if run["config"]["config"]["task"] == "gaussian"
-                for e in run["config"]["config"]["estimators"]}
-    assert f"ESTIMATORS {len(gaussian) + 1}" in out and f"of {len(gaussian) + 1} " in out, out
+    n = len(packaged_baseline_estimators["gaussian"]) + 1         # ranked among every packaged gaussian baseline
+    assert f"ESTIMATORS {n}" in out and f"of {n} " in out, out
     assert "mibench-baselines-" in out, out
 
     # the report page from the packaged template and assets

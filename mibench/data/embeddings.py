@@ -103,9 +103,8 @@ def is_default_encoder(encoder) -> bool:
 def default_max_length(encoder=None) -> int:
     """Tokens per review when none is given: for the fine-tuned default encoder, the length it was
     fine-tuned at (its recipe's ``max_length``, 128), so the pool is read as the encoder learned to
-    separate it; else :data:`DEFAULT_MAX_LENGTH`.  Measured on the text task at 2 bits (smile / mine,
-    3000 steps, seed 1, full data): the 5-epoch fine-tuned encoder's pool embedded at 256 tokens
-    reads with bias -0.41 / -0.37 bits, at 128 tokens -0.21 / -0.17."""
+    separate it (the measurements are tabled in :mod:`mibench.data.finetune_recipe`); else
+    :data:`DEFAULT_MAX_LENGTH`."""
     if is_default_encoder(encoder):
         from .finetune_recipe import DEFAULT_CONFIG
 

@@ -20,7 +20,7 @@ class FinetuneConfig:
     """The recipe (every field enters the cache key)."""
     n_per_class: int = 1500      # IMDB train reviews per class: the default pool's reviews
     max_length: int = 128        # tokens per review while training
-    epochs: int = 5              # see RECIPE_MEASUREMENTS
+    epochs: int = 5              # see the table below DEFAULT_CONFIG
     batch_size: int = 16
     lr: float = 1e-4             # encoder
     head_lr: float = 1e-3        # linear head
@@ -40,17 +40,15 @@ class FinetuneConfig:
 
 
 DEFAULT_CONFIG = FinetuneConfig()
-#: Why this recipe: the text task at 2 bits (``mibench run --task text --estimator smile,mine --mi 2
-#: --steps 3000 --seed 1``, full data, bias from summary.csv) on the pool each recipe's encoder embeds.
-#: More epochs separate the pool's classes further (the pool is the training subset), which the
-#: estimators read sooner; held-out accuracy barely moves.
-RECIPE_MEASUREMENTS = {
-    # (epochs, lr, embedding max_length): (held-out acc., pool decodable before the filter, smile / mine bias)
-    (2, 5e-5, 256): (0.844, 0.975, (-0.67, -0.60)),
-    (3, 1e-4, 256): (0.848, 0.999, (-0.49, -0.43)),
-    (5, 1e-4, 256): (0.840, 1.000, (-0.41, -0.37)),
-    (5, 1e-4, 128): (0.840, 1.000, (-0.21, -0.17)),   # the default: 940 steps, 911 s on 2 threads
-}
+# Why this recipe: the text task at 2 bits (`mibench run --task text --estimator smile,mine --mi 2
+# --steps 3000 --seed 1`, full data, bias from summary.csv) on the pool each recipe's encoder embeds.
+# More epochs separate the pool's classes further (the pool is the training subset), which the
+# estimators read sooner; held-out accuracy barely moves.
+#   epochs, lr, embedding max_length   held-out acc.  pool decodable before the filter  smile / mine bias
+#   2, 5e-5, 256                       0.844          0.975                             -0.67 / -0.60
+#   3, 1e-4, 256                       0.848          0.999                             -0.49 / -0.43
+#   5, 1e-4, 256                       0.840          1.000                             -0.41 / -0.37
+#   5, 1e-4, 128 (the default)         0.840          1.000                             -0.21 / -0.17
 EVAL_PER_CLASS = 250             # held-out IMDB test reviews per class
 
 
