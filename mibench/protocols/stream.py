@@ -156,6 +156,11 @@ class StreamProtocol(RunProtocol):
         got = staircase_from_runs([run_dir])
         config = read_config(run_dir)
         if got is None or not len(got[1]):
+            if "estimates.csv" in (config.get("files") or {}):
+                from ..errors import UnreadableInput
+
+                raise UnreadableInput(f"{run_dir}: estimates.csv is missing (the run recorded it; a results copy "
+                                   "kept without its per-step log aggregates but cannot be re-plotted)")
             raise MibenchError(f"{run_dir} has logged no estimates")
         names, true_mi, mat, ceilings, diverged, cfg = got
         title = _title(cfg)

@@ -1,6 +1,8 @@
 """Collecting run directories for the leaderboard, plots and ``load_runs``: every complete run
 below the given paths with its config.json and summary.csv, read strictly and checked against
-the checksums the run recorded."""
+the checksum the run recorded for summary.csv.  A reader of estimates.csv (plots, ``load_runs``)
+checks that file itself when it reads it, so a committed run kept as config.json + summary.csv
+(the per-step log left out for size) still aggregates."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -28,12 +30,12 @@ class Collection:
 
 def collect(paths) -> Collection:
     """Complete runs below ``paths`` (run, sweep or results directories).  A damaged file of a
-    complete run is one :class:`~mibench.errors.UnreadableInput` line naming it."""
+    complete run's summary.csv is one :class:`~mibench.errors.UnreadableInput` line naming it."""
     complete, incomplete, sweeps = find_run_dirs(paths)
     runs = []
     for d in complete:
         cfg = read_config(d)
-        verify_files(d, cfg)
+        verify_files(d, cfg, names=("summary.csv",))
         runs.append(RunRecord(d, cfg, read_summary(d / "summary.csv")))
     manifests = {d: m for d in sweeps if (m := read_manifest(d)) is not None}
     return Collection(runs, incomplete, [], manifests)

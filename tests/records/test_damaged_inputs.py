@@ -59,6 +59,21 @@ def test_an_edited_file_of_a_checksummed_run_is_refused(tmp_path, capsys):
     one_line(capsys, "does not match the checksum")
 
 
+def test_a_run_kept_without_its_per_step_log_still_aggregates(tmp_path, capsys):
+    """Committed results keep config.json + summary.csv (results/table3_defaults/runs): the leaderboard
+    reads and checks only summary.csv; the plot, which reads estimates.csv, refuses in one line."""
+    out = tmp_path / "runs" / "kept"
+    assert main(["run", "--task", "gaussian", "--dim", "2", "--estimator", "smile", "--steps", "40", "--hidden", "8",
+                 "--layers", "0", "--batch-size", "16", "--mi", "1", "--device", "cpu", "--quiet", "--no-plot",
+                 "--out", str(out)]) == 0
+    (out / "estimates.csv").unlink()
+    assert main(["leaderboard", str(out), "-o", str(tmp_path / "lb.csv")]) == 0
+    assert "smile-5" in (tmp_path / "lb.csv").read_text()
+    capsys.readouterr()
+    assert main(["plot", str(out)]) == 4
+    one_line(capsys, "estimates.csv is missing")
+
+
 def test_plot_refuses_a_truncated_estimates_file(run_dir, capsys):
     data = (run_dir / "estimates.csv").read_bytes()
     (run_dir / "estimates.csv").write_bytes(data[:3000])           # cut mid-line
