@@ -53,7 +53,8 @@ class ArrayTask:
 
 def old_defaults(x, y, seed=0):
     """The pre-issue-13 estimate defaults, reproduced with the harness's training loop."""
-    from mibench.harness import RunConfig, _train, build_models
+    from mibench.protocols.stream_run import RunConfig
+    from mibench.protocols.stream_training import build_models, train
     from mibench.schedule import parse_schedule
 
     rng = np.random.default_rng(seed)
@@ -64,18 +65,19 @@ def old_defaults(x, y, seed=0):
     cfg = RunConfig(task="arrays", estimators=["smile"], critic="joint", hidden=256, layers=2, mi=0.0, steps=2000,
                     batch_size=64, lr=5e-4, seed=seed, device="cpu").resolved()
     critics, heads, groups = build_models(cfg, task.dim_x, task.dim_y, torch.device("cpu"))
-    _train(cfg, task, parse_schedule(0.0, 2000), critics, heads, groups, torch.device("cpu"), False)
+    train(cfg, task, parse_schedule(0.0, 2000), critics, heads, groups, torch.device("cpu"), False)
 
 
 PEER_STOCK = {"bmi": ["infonce", "ksg"], "torch-mist": ["smile", "infonce"], "latentmi": ["lmi"]}
 
 
 PEER_TIMEOUT = 1200.0   # seconds per peer call (all its estimators on one dataset); NaN past it
+PEER_DEVICE = "cpu"     # passed to the peer runners as --device
 
 
-def set_peer_timeout(seconds: float) -> None:
-    global PEER_TIMEOUT
-    PEER_TIMEOUT = float(seconds)
+def set_peer_options(timeout: float, device: str = "cpu") -> None:
+    global PEER_TIMEOUT, PEER_DEVICE
+    PEER_TIMEOUT, PEER_DEVICE = float(timeout), device
 
 
 def run_peer(python: str, peer: str, estimators: list[str], path: str, seed: int) -> dict:
@@ -87,7 +89,7 @@ def run_peer(python: str, peer: str, estimators: list[str], path: str, seed: int
     script = Path(__file__).with_name("peers") / f"run_{peer.replace('-', '_')}.py"
     res = {e: (float("nan"), float("nan")) for e in estimators}
     try:
-        out = subprocess.run([python, str(script), ",".join(estimators), path, "--seed", str(seed)],
+        out = subprocess.run([python, str(script), ",".join(estimators), path, "--seed", str(seed), "--device", PEER_DEVICE],
                              capture_output=True, text=True, timeout=PEER_TIMEOUT)
     except subprocess.TimeoutExpired as e:
         print(f"# peer {peer} timed out after {PEER_TIMEOUT:.0f} s on {path}", file=sys.stderr)
@@ -151,7 +153,7 @@ def setup_dataset(name: str, seed: int, n: int, cache: Path) -> tuple[str, float
     task, params, mi = SETUPS[name]
     path = cache / f"{name}_n{n}_s{seed}.npz"
     if not path.exists():
-        from mibench.sample_protocol import draw_dataset
+        from mibench.protocols.sample_run import draw_dataset
         from mibench.tasks import make_task
 
         x, y = draw_dataset(make_task(task, device="cpu", **params), n, mi, seed)
@@ -173,6 +175,8 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--estimator", default=None, help="mibench.estimate's estimator (default: its default)")
+    ap.add_argument("--preprocess", default=None, help="mibench.estimate's preprocess (default: its default)")
+    ap.add_argument("--device", default="cpu", help="mibench.estimate's device (default cpu; the issue's targets are CPU figures)")
     ap.add_argument("--speed", action="store_true", help="also time old vs new defaults on 1-d data")
     ap.add_argument("--no-ksg", action="store_true")
     ap.add_argument("--ksg-max-dim", type=int, default=20,
@@ -183,9 +187,10 @@ def main() -> int:
     ap.add_argument("--peer-python", default=None, help="shorthand for --peer bmi=PYTHON (earlier interface)")
     ap.add_argument("--peer-timeout", type=float, default=1200.0,
                     help="seconds per peer call (one peer, all its estimators, one dataset); NaN past it")
+    ap.add_argument("--peer-device", default="cpu", help="torch device passed to the peers that take one (latentmi)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    set_peer_timeout(args.peer_timeout)
+    set_peer_options(args.peer_timeout, args.peer_device)
     peers = {}
     for spec in args.peer + ([f"bmi={args.peer_python}"] if args.peer_python else []):
         name, _, rest = spec.partition("=")
@@ -198,12 +203,14 @@ def main() -> int:
         print(s, flush=True)
         lines.append(s)
 
-    kw = {"estimator": args.estimator} if args.estimator else {}
+    kw = {k: v for k, v in (("estimator", args.estimator), ("preprocess", args.preprocess)) if v}
     seeds = [int(s) for s in args.seeds.split(",")]
     emit(f"# bench_estimate: n = {args.n} pairs, seeds {args.seeds}; mibench.estimate defaults{' ' + str(kw) if kw else ''}, "
          f"1 torch thread; torch {torch.__version__}, {platform.processor() or platform.machine()}; "
          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    emit(f"# load average at start: {', '.join(f'{v:.2f}' for v in os.getloadavg())} (shared 2-core machine)")
+    emit(f"# load average at start: {', '.join(f'{v:.2f}' for v in os.getloadavg())}; {os.cpu_count()} CPUs; "
+         f"mibench.estimate on {args.device}"
+         + (f" ({torch.cuda.get_device_name()})" if args.device.startswith("cuda") else ""))
     head = (f"{'case':22s} {'seed':>4s} {'truth':>6s} {'estimate':>8s} {'stderr':>6s} {'error':>7s} {'status':18s} "
             f"{'seconds':>7s} {'steps':>5s} {'params':>6s} {'ksg':>6s} {'ksg_s':>6s}" + "".join(f" {c:>18s} {'s':>6s}" for c in cols))
 
@@ -212,7 +219,7 @@ def main() -> int:
         emit(head)
         rows = []
         for name, seed, x, y, truth, path in items:
-            r = mibench.estimate(x, y, units=unit, seed=seed, device="cpu", **kw)
+            r = mibench.estimate(x, y, units=unit, seed=seed, device=args.device, **kw)
             scale = 1.0 if unit == "nats" else 1 / np.log(2)
             if args.no_ksg or x.shape[1] + y.shape[1] > args.ksg_max_dim:
                 k, ks = float("nan"), float("nan")

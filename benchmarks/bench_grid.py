@@ -5,7 +5,8 @@
 run directories, plots).
 
 The 8 estimators train 5 critics (JS and SMILE-1/5/inf share one JS-trained critic, see
-:mod:`mibench.harness`); the table shows both ms per estimator-step and ms per critic-step.
+:func:`mibench.estimators.training_groups`); the table shows both ms per estimator-step and ms per
+critic-step.
 
 By default it runs the preset's quick form, the full grid at 1/20 of the steps (1,000 instead of
 20,000 per cell), and extrapolates the training part to 20,000 steps — stated as such in the

@@ -19,10 +19,13 @@ import time
 
 import numpy as np
 import torch
-
 from common import header
 
-from mibench.estimators.classical import KSG_BRUTE_ABOVE, ksg_describe, ksg_mi_continuous
+from mibench.estimators.classical import (
+    KSG_BRUTE_ABOVE,
+    ksg_describe,
+    ksg_mi_continuous,
+)
 
 
 def main() -> None:
@@ -60,7 +63,7 @@ def main() -> None:
                       " nats", flush=True)
             diff = np.array(vals["brute"]) - np.array(vals["kdtree"])
             print(f"d={d:<6}{'all':>5}  brute - kdtree per seed: {', '.join(f'{x:+.4f}' for x in diff)} nats", flush=True)
-    from mibench.sample_protocol import draw_dataset
+    from mibench.protocols.sample_run import draw_dataset
     from mibench.tasks import make_task
 
     task = make_task("vision", device="cpu")

@@ -15,11 +15,10 @@ import argparse
 
 import numpy as np
 import torch
-
 from common import header
 
 from mibench.estimators import PAPER_ESTIMATORS
-from mibench.harness import RunConfig, run
+from mibench.protocols.stream_run import RunConfig, run
 
 PARAMS = {"gaussian": {"dim": 10}, "vision": {}, "text": {}}
 
@@ -44,8 +43,8 @@ def main(argv=None) -> int:
     cuda = args.device.startswith("cuda") or (args.device == "auto" and torch.cuda.is_available())
     reduced = ["bf16", "tf32"] if cuda else ["bf16"]
     for d in [x for x in args.domains.split(",") if x]:
-        base = dict(task=d, task_params=PARAMS[d], estimators=PAPER_ESTIMATORS, steps=args.steps,
-                    device=args.device, log_every=max(1, args.steps // 4))
+        base = {"task": d, "task_params": PARAMS[d], "estimators": PAPER_ESTIMATORS, "steps": args.steps,
+                "device": args.device, "log_every": max(1, args.steps // 4)}
         ref = run(RunConfig(seed=0, **base), plot=False)
         other_seed = run(RunConfig(seed=1, **base), plot=False)
         m_ref, m_seed = level_means(ref), level_means(other_seed)

@@ -23,14 +23,13 @@ import time
 
 import numpy as np
 import torch
-
 from common import gemm_peak_gflops, header, interleaved, joint_train_flops
 
 from mibench import kernels
 from mibench.critics import make_critic
 from mibench.estimators import PAPER_ESTIMATORS, make_estimator
-from mibench import harness
-from mibench.harness import RunConfig, run
+from mibench.protocols import stream_training
+from mibench.protocols.stream_run import RunConfig, run
 from mibench.tasks import make_task
 
 DOMAINS = {"gaussian": {"dim": 10}, "vision": {}, "text": {}}
@@ -105,20 +104,21 @@ def step_fns(task, k=64, mi=2.0):
 
 
 def engine_ms_per_step(task_name, engine, steps, shared=True):
-    """ms per step of all 8 paper estimators through the harness itself (``mibench.harness.run``),
+    """ms per step of all 8 paper estimators through the harness itself (``mibench.protocols.stream_run.run``),
     one engine: sequential oneDNN critics or stacked (batched) critics.  ``shared=False`` trains
-    one critic per estimator (the harness's grouping replaced by singletons for this call)."""
+    one critic per estimator (the harness's grouping, ``mibench.protocols.stream_training.training_groups``,
+    replaced by singletons for this call)."""
     cfg = RunConfig(task=task_name, task_params=DOMAINS[task_name], estimators=PAPER_ESTIMATORS, steps=steps,
                     mi="2", device="cpu", engine=engine, log_every=steps)
     kernels.ONEDNN = kernels._onednn_available()                # section 1's naive step switches it off
-    grouping = harness.training_groups
+    grouping = stream_training.training_groups
     if not shared:
-        harness.training_groups = lambda names: {str(i): [i] for i in range(len(names))}
+        stream_training.training_groups = lambda names: {str(i): [i] for i in range(len(names))}
     try:
         run(dataclasses.replace(cfg, steps=5), plot=False)      # warm-up (pools, caches, allocator)
         res = run(cfg, plot=False)
     finally:
-        harness.training_groups = grouping
+        stream_training.training_groups = grouping
     assert res.config["critics_trained"] == (5 if shared else 8)
     return res.config["wall_seconds"] / steps
 

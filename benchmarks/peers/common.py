@@ -26,6 +26,7 @@ def parse(peer: str, known: dict):
     ap.add_argument("files", nargs="+")
     ap.add_argument("--seed", type=int, default=None, help="default: the file's 'seed' entry, else 0")
     ap.add_argument("--threads", type=int, default=1, help="torch / XLA CPU threads (default 1)")
+    ap.add_argument("--device", default="cpu", help="torch device for the peers that take one (default cpu)")
     args = ap.parse_args()
     names = args.estimators.split(",")
     unknown = [n for n in names if n not in known]

@@ -32,7 +32,7 @@ def main() -> int:
         np.random.seed(seed)
         torch.manual_seed(seed)
         with contextlib.redirect_stdout(sys.stderr):   # its progress lines would mix with the JSON
-            pmis, _, _ = lmi.estimate(x, y, device="cpu")
+            pmis, _, _ = lmi.estimate(x, y, device=args.device)
         return float(np.nanmean(pmis)) * math.log(2)
 
     run_all("latentmi", args, names, one, PEERS)

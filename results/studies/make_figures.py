@@ -17,9 +17,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 
@@ -47,12 +47,13 @@ def tail_table(sweep_dir, fraction: float = 0.5) -> pd.DataFrame:
     """Per run x estimator x level: mean estimate / bias / variance / MSE over the last ``fraction``
     of each level's steps (the converged part of a short run), averaged over seeds."""
     sys.path.insert(0, str(HERE.parents[1]))
-    from mibench.leaderboard import collect, setup_of
+    from mibench.leaderboard import collect
+    from mibench.protocols import protocol_of
 
     rows = []
     for run in collect([Path(sweep_dir)]).runs:
         est = pd.read_csv(run.path / "estimates.csv")
-        setup = setup_of(run.config)
+        setup = protocol_of(run.config).setup(run.config)
         for (name, level), g in est.groupby(["estimator", "true_mi"], sort=False):
             g = g.sort_values("step")
             w = g["estimate"].to_numpy(float)[int(len(g) * (1 - fraction)):]
@@ -82,7 +83,8 @@ def figure(study: str) -> Path:
     df = load(study)
     tasks = list(dict.fromkeys(df["task"]))
     ests = sorted(df["estimator"].unique())
-    from mibench.plots import estimator_color      # one fixed colour per estimator, as in mibench's figures
+    # one fixed colour per estimator, as in mibench's figures
+    from mibench.plots import estimator_color
 
     fig, axes = plt.subplots(2, len(tasks), figsize=(4.6 * len(tasks) + 1.5, 6.6), dpi=110, squeeze=False)
     for j, task in enumerate(tasks):
