@@ -8,7 +8,7 @@ import math
 
 from ..errors import MibenchError
 from ..registry import Entry
-from .bounds import dv_bound, infonce_bound, js_estimate, js_paper_estimate, nwj_bound, smile_bound
+from .bounds import dv_bound, infonce_bound, js_estimate, js_paper_estimate, nwj_bound, smile_adaptive_bound, smile_bound
 from .heads import BoundEstimator, Estimator, JSTrainedEstimator, MINEEstimator, TUBAEstimator
 from .plugins import PluginRegistry
 from .protocols import SAMPLE_KINDS, kind_of
@@ -29,6 +29,9 @@ ESTIMATORS.add("dv", "Donsker-Varadhan bound (trained and reported)", lambda: Bo
 ESTIMATORS.add("mine", "DV value; gradient de-biased with an EMA (0.9) of the partition term", lambda: MINEEstimator())
 ESTIMATORS.add("smile-5", "SMILE (alias smile), tau = 5: JS-trained critic, DV with partition term clipped to [-5, 5]",
                lambda: JSTrainedEstimator(lambda s: smile_bound(s, 5.0)), aliases=("smile",))
+ESTIMATORS.add("smile-adaptive", "SMILE with tau = max(5, the 99th percentile of the joint-pair scores): JS-trained critic, DV with "
+               "partition scores capped there (bias <= ~0.01 nats instead of growing with the MI)",
+               lambda: JSTrainedEstimator(smile_adaptive_bound))
 ESTIMATORS.add("tuba", "TUBA bound with a learned constant baseline", lambda: TUBAEstimator())
 
 
