@@ -31,6 +31,23 @@ def canonical_params(task: str, params: dict) -> str:
     return ";".join(items)
 
 
+def setup_params(task: str, params: dict, task_info: dict | None) -> str:
+    """A run's task parameters as its setup label: :func:`canonical_params` of the parameters it was
+    given, plus the text encoder its task actually used (``task_info.pools.imdb.encoder``) where the
+    parameters leave it to the default.  The default text encoder has changed (off-the-shelf MiniLM,
+    then the fine-tuned ``minilm-imdb``), so a label without it would pool runs on different
+    embeddings into one setup."""
+    params = dict(params or {})
+    if "encoder" not in params:
+        pools = (task_info or {}).get("pools")
+        imdb = pools.get("imdb") if isinstance(pools, dict) else None
+        enc = imdb.get("encoder") if isinstance(imdb, dict) else None
+        name = enc.get("encoder") if isinstance(enc, dict) else enc
+        if isinstance(name, str) and name:
+            params["encoder"] = name
+    return canonical_params(task, params)
+
+
 def _same(a, b) -> bool:
     try:
         return a == b or (a is not None and b is not None and float(a) == float(b))

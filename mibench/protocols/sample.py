@@ -14,16 +14,16 @@ import numpy as np
 from ..errors import MibenchError
 from .base import RunProtocol
 from .common import (
-    canonical_params,
     check_axis_value,
-    fmt_num,
     dims_text,
+    fmt_num,
     fmt_pm,
     fmt_value,
     listify,
     mi_token,
     param_tokens,
     schedule_label,
+    setup_params,
     split_groups,
 )
 import mibench.protocols.sample_run as sample_run
@@ -109,7 +109,7 @@ class SampleProtocol(RunProtocol):
         c = config["config"]
         info = config.get("task_info", {})
         kw = c.get("estimate_kwargs") or {}
-        return {"task": c["task"], "task_params": canonical_params(c["task"], c.get("task_params") or {}),
+        return {"task": c["task"], "task_params": setup_params(c["task"], c.get("task_params") or {}, info),
                 "ds": info.get("ds"), "dr": info.get("dr"), "critic": c["critic"],
                 **{k: int(kw.get(k) or 0) for k in ("layers", "hidden", "embed", "batch_size", "steps")},
                 "lr": float(kw.get("lr") or 0.0), "schedule": schedule_label(c["mi"]), "burn_in": 0,

@@ -20,16 +20,16 @@ import numpy as np
 from ..errors import MibenchError
 from .base import RunProtocol
 from .common import (
-    canonical_params,
     check_axis_value,
-    fmt_num,
     dims_text,
+    fmt_num,
     fmt_pm,
     fmt_value,
     listify,
     mi_token,
     param_tokens,
     schedule_label,
+    setup_params,
     split_groups,
 )
 import mibench.protocols.stream_run as stream_run
@@ -107,7 +107,7 @@ class StreamProtocol(RunProtocol):
     def setup(self, config: dict) -> dict:
         c = config["config"]
         info = config.get("task_info", {})
-        return {"task": c["task"], "task_params": canonical_params(c["task"], c.get("task_params") or {}),
+        return {"task": c["task"], "task_params": setup_params(c["task"], c.get("task_params") or {}, info),
                 "ds": info.get("ds"), "dr": info.get("dr"), "critic": c["critic"], "layers": int(c["layers"]),
                 "hidden": int(c["hidden"]), "embed": int(c["embed"]), "batch_size": int(c["batch_size"]),
                 "lr": float(c["lr"]), "steps": int(c["steps"]), "schedule": schedule_label(c["mi"]),

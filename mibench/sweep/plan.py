@@ -48,12 +48,42 @@ def plan(spec: SweepSpec, out_dir) -> Plan:
                 diff = ", ".join(config_diff(recorded["config"], c.config))
                 raise MibenchError(f"cell {c.name} in {out_dir} finished with a different config ({diff} changed); "
                                    "use a new --out directory or --overwrite")
+            stale = _text_encoder_changed(recorded, c.config)
+            if stale:
+                raise MibenchError(f"cell {c.name} in {out_dir} {stale}: pin encoder = \"{recorded_encoder(recorded)}\" "
+                                   "in the spec to keep it, or use a new --out directory or --overwrite")
             done.append(c)
         elif same and run_status(recorded) in ("interrupted", "stale"):
             resume.append(c)
         else:
             todo.append(c)
     return Plan(cells, todo, resume, done)
+
+
+def recorded_encoder(recorded: dict) -> str | None:
+    """The text encoder a run's pool was embedded with (``task_info.pools.imdb.encoder``), if any."""
+    pools = (recorded.get("task_info") or {}).get("pools")
+    imdb = pools.get("imdb") if isinstance(pools, dict) else None
+    enc = imdb.get("encoder") if isinstance(imdb, dict) else None
+    name = enc.get("encoder") if isinstance(enc, dict) else enc
+    return name if isinstance(name, str) and name else None
+
+
+def _text_encoder_changed(recorded: dict, config: dict) -> str:
+    """Why a complete cell no longer is the cell its spec describes though its config is the same:
+    the spec leaves the text encoder to the default, and the default changed since the cell ran
+    (off-the-shelf MiniLM, then the fine-tuned ``minilm-imdb``), so skipping it as complete would
+    mix embeddings.  Empty when nothing changed."""
+    used = recorded_encoder(recorded)
+    if used is None:
+        return ""
+    from ..data.embeddings import DEFAULT_ENCODER, is_default_encoder
+
+    asked = (config.get("task_params") or {}).get("encoder")
+    now = DEFAULT_ENCODER if is_default_encoder(asked) else str(asked)
+    if (DEFAULT_ENCODER if is_default_encoder(used) else used).lower() == now.lower():
+        return ""
+    return f"was made with text encoder {used!r}, which the spec now resolves to {now!r} (the default changed)"
 
 
 def clear_cell(cell_dir: Path) -> None:

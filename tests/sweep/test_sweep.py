@@ -287,3 +287,27 @@ def test_local_process_pool(tmp_path):
         env = read_config(out / c["dir"])["environment"]
         assert env["torch_threads"] == 1
         assert c["pid"] != os.getpid()
+
+
+@pytest.mark.parametrize("used,pinned,refused", [("all-MiniLM-L6-v2", None, True), ("minilm-imdb", None, False),
+                                                 ("all-MiniLM-L6-v2", "all-MiniLM-L6-v2", False)])
+def test_a_cell_made_before_the_default_encoder_changed_is_not_skipped_as_complete(tmp_path, used, pinned, refused):
+    """Same config, different embeddings: a text cell that left the encoder to the default and ran when
+    the default was the off-the-shelf MiniLM is refused in one line, not counted as done."""
+    from mibench.records import write_json
+    from mibench.sweep.plan import plan
+
+    params = {"ds": 2, **({"encoder": pinned} if pinned else {})}
+    spec = SweepSpec.from_dict({"name": "t", "tasks": [{"task": "text", "params": params}], "estimators": ["smile"],
+                                "steps": 10, "mi": 1})
+    (cell,) = spec.cells()
+    d = tmp_path / cell.name
+    d.mkdir()
+    write_json(d / "config.json", {"status": "complete", "config": cell.config,
+                                   "task_info": {"pools": {"imdb": {"encoder": {"encoder": used}}}}})
+    (d / "summary.csv").write_text("x\n")
+    if refused:
+        with pytest.raises(MibenchError, match="made with text encoder 'all-MiniLM-L6-v2'.*pin encoder"):
+            plan(spec, tmp_path)
+    else:
+        assert [c.name for c in plan(spec, tmp_path).done] == [cell.name]
