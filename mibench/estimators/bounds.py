@@ -94,7 +94,7 @@ def smile_bound(scores: torch.Tensor, clip: float | None) -> torch.Tensor:
     return mean_diag(scores) - logmeanexp_offdiag(clipped)
 
 
-def smile_adaptive_bound(scores: torch.Tensor, floor: float = 5.0, quantile: float = 0.99) -> torch.Tensor:
+def smile_adaptive_bound(scores: torch.Tensor, floor: float = 5.0, quantile: float = 0.995) -> torch.Tensor:
     """SMILE with a data-chosen clip: DV with the partition-term scores capped at
     tau = max(``floor``, the ``quantile`` of the joint-pair (diagonal) scores of the matrix).
 
@@ -102,11 +102,13 @@ def smile_adaptive_bound(scores: torch.Tensor, floor: float = 5.0, quantile: flo
     P_p(f > tau) says that a cap at tau removes the partition mass P_p(f > tau), the share of joint
     pairs scoring above it, and so biases the readout up by about -log(1 - P_p(f > tau)) nats.  A fixed
     tau = 5 (SMILE-5) removes P_p(f > 5), which grows with the MI (gaussian d = 10 at 4 bits: +0.15
-    bits); a cap at the 99th percentile of the joint scores removes at most ~1% (<= 0.015 bits), and
-    never capping below 5 keeps SMILE-5's robustness where the joint scores are small: a negative
+    bits); a cap at the 99.5th percentile of the joint scores removes at most ~0.5% (<= 0.007 bits),
+    and never capping below 5 keeps SMILE-5's robustness where the joint scores are small: a negative
     pair scoring far above the joint pairs (a critic extrapolating into heavy tails, which makes the
-    unclipped DV collapse) is still capped.  The largest joint score instead of a percentile was
-    tried and let heavy-tailed negatives through (student-t-dof5-5x5, 1 nat: 0.49 nats)."""
+    unclipped DV collapse) is still capped.  Measured with ``mibench.estimate`` (n = 10,000; mean over
+    seeds 0-2 of gaussian d = 10 at 4 bits / of student-t-dof5-5x5 at 1 nat): the 99.5th percentile
+    4.048 bits / 0.868 nats, the 99.9th 4.042 / 0.804, SMILE-5 4.153 / 0.890; the 99th percentile
+    4.054 / 0.869 (seed 0 only), the largest joint score 4.057 / 0.487 (seed 0 only)."""
     diag = torch.diagonal(scores, dim1=-2, dim2=-1)
     tau = torch.quantile(diag.float(), quantile, dim=-1).to(scores.dtype).clamp_min(floor)
     capped = torch.minimum(scores, tau[..., None, None])

@@ -29,8 +29,8 @@ ESTIMATORS.add("dv", "Donsker-Varadhan bound (trained and reported)", lambda: Bo
 ESTIMATORS.add("mine", "DV value; gradient de-biased with an EMA (0.9) of the partition term", lambda: MINEEstimator())
 ESTIMATORS.add("smile-5", "SMILE (alias smile), tau = 5: JS-trained critic, DV with partition term clipped to [-5, 5]",
                lambda: JSTrainedEstimator(lambda s: smile_bound(s, 5.0)), aliases=("smile",))
-ESTIMATORS.add("smile-adaptive", "SMILE with tau = max(5, the 99th percentile of the joint-pair scores): JS-trained critic, DV with "
-               "partition scores capped there (bias <= ~0.01 nats instead of growing with the MI)",
+ESTIMATORS.add("smile-adaptive", "SMILE with tau = max(5, the 99.5th percentile of the joint-pair scores): JS-trained critic, DV with "
+               "partition scores capped there (bias <= ~0.005 nats instead of growing with the MI)",
                lambda: JSTrainedEstimator(smile_adaptive_bound))
 ESTIMATORS.add("tuba", "TUBA bound with a learned constant baseline", lambda: TUBAEstimator())
 

@@ -87,7 +87,7 @@ def test_tables_render_with_the_leaderboards_rows(page):
         "t.getAttribute('data-sortable-ready')]);")
     cols = [c for c in SETUP_COLUMNS if c in board.columns]
     expected = sorted(board.groupby(cols, sort=False, dropna=False).size().tolist())
-    assert sorted(n for _, n, _, _ in counts) == expected and len(counts) == 6
+    assert sorted(n for _, n, _, _ in counts) == expected and len(counts) == len(expected) >= 6
     assert all(h > 100 and ready == "true" for _, _, h, ready in counts), counts   # laid out, sorter attached
 
 

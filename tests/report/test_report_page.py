@@ -64,11 +64,17 @@ def test_one_table_per_setup_with_its_rows(report_site):
     page = parse(site / "index.html")
     tables = {k: v for k, v in page.tables.items() if "leaderboard" in v["class"]}
     assert sorted(t["rows"] for t in tables.values()) == setup_sizes(board)
-    assert len(tables) == 6 and sum(t["rows"] for t in tables.values()) == len(board) == 138
+    from mibench.leaderboard import read_leaderboard
+
+    repo = Path(__file__).resolve().parents[2]
+    committed = sum(len(read_leaderboard(repo / d / "leaderboard.csv")) for d in ("results/table3", "results/sample_leaderboard"))
+    assert len(tables) == len(setup_sizes(board)) >= 6
+    assert sum(t["rows"] for t in tables.values()) == len(board) == committed
     for t in tables.values():
         assert {"estimator", "kind", "mean_estimate", "bias", "variance", "mse", "status"} <= set(t["headers"])
     sample = [t for t in tables.values() if "sample" in t["setup"]]
-    assert len(sample) == 3 and all({"seconds", "n_parameters"} <= set(t["headers"]) for t in sample)
+    n_sample = board[board["protocol"] == "sample"].groupby(["task", "task_params"], dropna=False).ngroups
+    assert len(sample) == n_sample >= 3 and all({"seconds", "n_parameters"} <= set(t["headers"]) for t in sample)
     html = (site / "index.html").read_text()
     assert "± " in html and "sample protocol, n = 10000" in html and "joint critic 2×256" in html
     # every estimator of the board is described, with its kind
