@@ -144,6 +144,7 @@ def summarize(rows, cols, emit, tol=within) -> None:
 
 
 SETUPS = {"gaussian": ("gaussian", {}, 4.0), "vision": ("vision", {}, 4.0), "text": ("text", {"ds": 2}, 1.0),
+          "text-offshelf": ("text", {"ds": 2, "encoder": "all-MiniLM-L6-v2"}, 1.0),
           "mixed": ("mixed", {"ds": 2}, 1.0)}
 
 
@@ -168,7 +169,7 @@ def main() -> int:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", default=",".join(SUITE), help="distributions cases ('' for none)")
-    ap.add_argument("--setups", default="", help="sample-protocol setups: gaussian,vision,text,mixed (bits)")
+    ap.add_argument("--setups", default="", help="sample-protocol setups: gaussian,vision,text,text-offshelf,mixed (bits)")
     ap.add_argument("--data-cache", default=str(Path.home() / ".cache" / "mibench" / "bench_estimate"),
                     help="where the setups' datasets are kept as .npz (shared with the peers)")
     ap.add_argument("--mi", type=float, default=1.0, help="true MI of the distributions cases, nats")
