@@ -31,20 +31,26 @@ def canonical_params(task: str, params: dict) -> str:
     return ";".join(items)
 
 
+def text_encoder_used(task_info: dict | None) -> str | None:
+    """The text encoder a run's pool was embedded with (``task_info.pools.imdb.encoder``; the text and
+    mixed tasks record it), or None for tasks without a text pool."""
+    pools = (task_info or {}).get("pools")
+    imdb = pools.get("imdb") if isinstance(pools, dict) else None
+    enc = imdb.get("encoder") if isinstance(imdb, dict) else None
+    name = enc.get("encoder") if isinstance(enc, dict) else enc
+    return name if isinstance(name, str) and name else None
+
+
 def setup_params(task: str, params: dict, task_info: dict | None) -> str:
     """A run's task parameters as its setup label: :func:`canonical_params` of the parameters it was
-    given, plus the text encoder its task actually used (``task_info.pools.imdb.encoder``) where the
+    given, plus the text encoder its task actually used (:func:`text_encoder_used`) where the
     parameters leave it to the default.  The default text encoder has changed (off-the-shelf MiniLM,
     then the fine-tuned ``minilm-imdb``), so a label without it would pool runs on different
     embeddings into one setup."""
     params = dict(params or {})
-    if "encoder" not in params:
-        pools = (task_info or {}).get("pools")
-        imdb = pools.get("imdb") if isinstance(pools, dict) else None
-        enc = imdb.get("encoder") if isinstance(imdb, dict) else None
-        name = enc.get("encoder") if isinstance(enc, dict) else enc
-        if isinstance(name, str) and name:
-            params["encoder"] = name
+    used = text_encoder_used(task_info)
+    if "encoder" not in params and used:
+        params["encoder"] = used
     return canonical_params(task, params)
 
 

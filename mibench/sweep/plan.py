@@ -50,8 +50,7 @@ def plan(spec: SweepSpec, out_dir) -> Plan:
                                    "use a new --out directory or --overwrite")
             stale = _text_encoder_changed(recorded, c.config)
             if stale:
-                raise MibenchError(f"cell {c.name} in {out_dir} {stale}: pin encoder = \"{recorded_encoder(recorded)}\" "
-                                   "in the spec to keep it, or use a new --out directory or --overwrite")
+                raise MibenchError(f"cell {c.name} in {out_dir} {stale}, or use a new --out directory or --overwrite")
             done.append(c)
         elif same and run_status(recorded) in ("interrupted", "stale"):
             resume.append(c)
@@ -60,30 +59,20 @@ def plan(spec: SweepSpec, out_dir) -> Plan:
     return Plan(cells, todo, resume, done)
 
 
-def recorded_encoder(recorded: dict) -> str | None:
-    """The text encoder a run's pool was embedded with (``task_info.pools.imdb.encoder``), if any."""
-    pools = (recorded.get("task_info") or {}).get("pools")
-    imdb = pools.get("imdb") if isinstance(pools, dict) else None
-    enc = imdb.get("encoder") if isinstance(imdb, dict) else None
-    name = enc.get("encoder") if isinstance(enc, dict) else enc
-    return name if isinstance(name, str) and name else None
-
-
 def _text_encoder_changed(recorded: dict, config: dict) -> str:
     """Why a complete cell no longer is the cell its spec describes though its config is the same:
     the spec leaves the text encoder to the default, and the default changed since the cell ran
     (off-the-shelf MiniLM, then the fine-tuned ``minilm-imdb``), so skipping it as complete would
-    mix embeddings.  Empty when nothing changed."""
-    used = recorded_encoder(recorded)
-    if used is None:
-        return ""
+    mix embeddings.  Empty when nothing changed (or the spec names its encoder: then the config,
+    compared above, says which)."""
     from ..data.embeddings import DEFAULT_ENCODER, is_default_encoder
+    from ..protocols.common import text_encoder_used
 
-    asked = (config.get("task_params") or {}).get("encoder")
-    now = DEFAULT_ENCODER if is_default_encoder(asked) else str(asked)
-    if (DEFAULT_ENCODER if is_default_encoder(used) else used).lower() == now.lower():
+    used = text_encoder_used(recorded.get("task_info"))
+    if used is None or "encoder" in (config.get("task_params") or {}) or is_default_encoder(used):
         return ""
-    return f"was made with text encoder {used!r}, which the spec now resolves to {now!r} (the default changed)"
+    return (f"was made with text encoder {used!r} while the spec leaves it to the default, now "
+            f"{DEFAULT_ENCODER!r}: pin encoder = \"{used}\" in the spec to keep it")
 
 
 def clear_cell(cell_dir: Path) -> None:
