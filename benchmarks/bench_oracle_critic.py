@@ -19,17 +19,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from mibench.estimation.gaussian_start import gaussian_log_ratio  # noqa: E402
+from mibench.estimation.gaussian_start import GaussianResidualCritic  # noqa: E402
 from mibench.estimators.bounds import dv_bound  # noqa: E402
 from mibench.tasks import make_task  # noqa: E402
 from mibench.tasks.distributions import draw  # noqa: E402
 
 
 def held_out_dv(z: np.ndarray, te: np.ndarray, dim_x: int, cov: np.ndarray, n_pairs: int | None = None) -> float:
-    """DV bound (nats) of the Gaussian critic of ``cov`` on the held-out rows ``te`` of ``z`` (all pairs)."""
-    mxx, mxy, myy, c = (torch.as_tensor(a) for a in gaussian_log_ratio(cov, dim_x, n_pairs))
-    x, y = torch.as_tensor(z[te, :dim_x]), torch.as_tensor(z[te, dim_x:])
-    scores = c - 0.5 * (((x @ mxx) * x).sum(-1)[:, None] + ((y @ myy) * y).sum(-1)[None, :]) - (x @ mxy) @ y.T
+    """DV bound (nats) of the Gaussian critic of ``cov`` (mibench.estimate's Gaussian start, in float64)
+    on the held-out rows ``te`` of ``z``, every pair scored."""
+    critic = GaussianResidualCritic(torch.nn.Identity(), cov, dim_x, n_pairs).double()
+    with torch.no_grad():
+        scores = critic.gaussian_scores(torch.as_tensor(z[te, :dim_x]), torch.as_tensor(z[te, dim_x:]))
     return float(dv_bound(scores))
 
 

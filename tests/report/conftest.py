@@ -22,3 +22,11 @@ def report_site(tmp_path_factory):
     write_site(dirs, site, shown=RESULT_DIRS)
     board, _ = build(dirs)
     return site, board
+
+
+@pytest.fixture(scope="session")
+def committed_board_rows():
+    """Rows of the committed leaderboard.csv files of :data:`RESULT_DIRS`, summed."""
+    from mibench.leaderboard import read_leaderboard
+
+    return sum(len(read_leaderboard(REPO / d / "leaderboard.csv")) for d in RESULT_DIRS)
