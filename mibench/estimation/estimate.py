@@ -7,10 +7,16 @@ collapse; how, all of it seeded by ``seed``:
 
 1. The n pairs are split into a training part and a held-out part (``test_fraction``, default 0.2).
    Every column goes through a strictly increasing map fitted on the training part: normal scores
-   (``preprocess="normal-scores"``, default: each value to the normal quantile of its training
-   mid-rank, so margins are Gaussian whatever their tails), then a z-score.  A fixed strictly
-   increasing map per coordinate does not change I(X;Y) (Kraskov et al. 2004, §II), and the
-   held-out pairs go through the same fitted map.
+   (each value to the normal quantile of its training mid-rank, so margins are Gaussian whatever
+   their tails) then a z-score, or a z-score alone.  A fixed strictly increasing map per coordinate
+   does not change I(X;Y) (Kraskov et al. 2004, §II), and the held-out pairs go through the same
+   fitted map.  ``preprocess="auto"`` (default) trains one critic on each and reports the one whose
+   held-out value is higher (the choice is made on the held-out pairs, like the choice of
+   checkpoint in step 4): normal scores suit monotone transforms of Gaussians and heavy tails
+   (Student-t nu = 3, 1 x 1 at 1 nat, 5 seeds, InfoNCE: z-scores -0.023 nats, normal scores -0.003),
+   z-scores multimodal margins (mix-5x5: -0.077 vs -0.125), and none of the margins' statistics
+   tried (kurtosis, the fitted Gaussian's MI) told the cases apart.  ``"normal-scores"``,
+   ``"zscore"`` or ``"none"`` train one critic.
 2. Where d = dim_x + dim_y > 256 (images, sentence embeddings, deep features; ``reduce=None``
    decides by that rule), each side is projected onto its leading canonical directions, fitted on
    the training part only (:mod:`mibench.estimation.reduce`: PCA to <= 512 components a side, ridge
@@ -40,14 +46,19 @@ collapse; how, all of it seeded by ``seed``:
 5. ``mi`` is never negative: a held-out value below zero is reported as 0 with ``clipped = True``
    (the raw value stays in ``mi_raw``), and ``status`` says how much to trust the number.
 
-The default estimator is ``smile`` (SMILE, tau = 5; Song & Ermon 2020): the critic trains by the JS
-objective and is read with the Donsker-Varadhan bound, its partition term clipped to [-5, 5].  The
-clip biases the readout upwards where the critic's scores on negatives exceed tau (gaussian d = 10
-at 4 bits, seeds 0-2, n = 10,000: smile-5 4.16 bits, unclipped ``smile-inf`` 4.04; vision 64 x 64
-at 4 bits with input noise 0.3: 4.37 vs 3.47, and 3.87 for smile-5 without noise, the default), but
-without the clip one heavy-tailed negative can dominate the partition term (student-t-dof5-5x5 at
-1 nat, seed 0: smile-inf 0.00 nats, smile-10 0.78, smile-5 0.88), so tau = 5 stays the default;
-pass ``estimator="smile-inf"`` for the unclipped readout.
+The default estimator is ``infonce`` (van den Oord et al. 2018; Poole et al. 2019, §2.3): the critic
+trains by the InfoNCE objective and is read on the whole held-out score matrix, a lower bound on
+I(X;Y) whatever the critic, with a ceiling of log(n_test) (7.6 nats, 11 bits, at the default 2,000
+held-out pairs of 10,000).  Measured at n = 10,000, seeds 0-2, 1 thread (bits; README "Python API"):
+gaussian d = 10 at 4 bits 4.00 (``smile``, SMILE-5: 4.15, its clip biases the DV readout upwards
+where the critic's joint scores exceed tau), vision 64 x 64 at 4 bits 3.41 (SMILE-5 3.87, riding the
+same clip: unclipped ``smile-inf`` 3.38), text ds 2 at 1 bit 0.72 off the shelf and 0.97 fine-tuned
+(SMILE-5 the same).  On the distributions family (5 seeds) InfoNCE with ``preprocess="auto"`` is within
+0.01 nats of SMILE-5 everywhere except the mixtures (mix-1x1 -0.02 vs -0.07 nats, mix-5x5 -0.07 vs
+-0.17: z-scores chosen) and Student-t nu = 5, 5 x 5
+(-0.12 vs -0.09, where SMILE-5 too rides its clip: SMILE with a data-set clip, ``smile-adaptive``,
+-0.14); benchmarks/results/estimate_seeds_auto.txt.  An estimate within 1 nat of the ceiling is
+flagged ``near_ceiling``.
 
 ``status`` values:
 
@@ -68,6 +79,8 @@ pass ``estimator="smile-inf"`` for the unclipped readout.
 ``deterministic``           a continuous coordinate of Y is a one-to-one function of X (x == y, a
                             monotone or linear map; :mod:`mibench.estimation.dependence`): I(X;Y) is
                             infinite, ``mi`` is ``inf`` and nothing is trained (a warning says so).
+``near_ceiling``            an InfoNCE-family estimate within 1 nat of its ceiling log(n_test): the
+                            bound saturates there and reads low; pass more pairs or another estimator.
 ``not_assessed``            a black-box or generative estimator's single value, which it does not
                             assess itself (an estimator object may set its own ``status`` instead).
 
@@ -79,6 +92,7 @@ Defaults sized to the data (d = dim_x + dim_y, n_train the training pairs); see 
 from __future__ import annotations
 
 import math
+import sys
 import time
 import warnings
 
@@ -88,6 +102,7 @@ from ..errors import MibenchError
 from .result import EstimateResult
 
 MIN_SAMPLES = 100
+NEAR_CEILING_NATS = 1.0   # status near_ceiling within this of the readout's ceiling (InfoNCE: log n_test)
 UNITS = ("bits", "nats")
 
 
@@ -95,10 +110,10 @@ class DependenceWarning(UserWarning):
     """I(X;Y) is 0 (a constant input) or infinite (a deterministic relation): no estimator trained."""
 
 
-def estimate(x, y, estimator: str = "smile", critic: str = "joint", steps: int | None = None,
+def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int | None = None,
              batch_size: int | None = None, lr: float | None = None, hidden: int | None = None,
              layers: int | None = None, embed: int = 32, test_fraction: float = 0.2,
-             preprocess: str = "normal-scores", gaussian_critic: bool | None = None, device: str = "auto",
+             preprocess: str = "auto", gaussian_critic: bool | None = None, device: str = "auto",
              seed: int = 0, units: str = "bits", progress: bool = False,
              eval_every: int | None = None, patience: int | None = None, min_steps: int | None = None,
              threads: int | None = 1, reduce: bool | None = None, noise: float | None = None) -> EstimateResult:
@@ -108,7 +123,8 @@ def estimate(x, y, estimator: str = "smile", critic: str = "joint", steps: int |
     ----------
     x, y : array-like (numpy, torch, lists) of shape (n, dx) and (n, dy); 1-D inputs are one column,
         (n, ...) inputs (images) are flattened per sample.  Finite values only.
-    estimator : any registered estimator name, ``package.module:Name`` or entry point (``mibench list``).
+    estimator : any registered estimator name, ``package.module:Name`` or entry point (``mibench list``);
+        default ``infonce`` (module docstring: why).
     critic : critic of a critic-bound estimator (``joint``, ``separable``, ``bilinear``, ``inner``).
     steps, batch_size, lr, hidden, layers, eval_every, patience, min_steps, noise : training settings of a
         critic-bound estimator; ``None`` takes the data-sized default
@@ -117,7 +133,8 @@ def estimate(x, y, estimator: str = "smile", critic: str = "joint", steps: int |
     embed : the separable critic's embedding size.
     test_fraction : share of the pairs held out for the readout (0: report the training tail,
         status ``train_only``).
-    preprocess : ``"normal-scores"`` (default), ``"zscore"`` or ``"none"`` (module docstring, step 1).
+    preprocess : ``"auto"`` (default: normal scores and z-scores, the better held-out value),
+        ``"normal-scores"``, ``"zscore"`` or ``"none"`` (module docstring, step 1).
     gaussian_critic : start from the Gaussian critic (True), never (False), or by the size rule (None).
     reduce : project each side onto its leading canonical directions, fitted on the training pairs,
         before the critic (True), never (False), or where dim_x + dim_y > 256 (None; module docstring, step 2).
@@ -247,18 +264,10 @@ def _sample_estimate(obj, xa, ya, seed, scale, base, t_start) -> EstimateResult:
 
 def _critic_estimate(xa, ya, est_name, critic, settings, embed, test_fraction, preprocess, gaussian_critic, device,
                      seed, progress, scale, base, t_start) -> EstimateResult:
-    import torch
-
-    from ..critics import make_critic
     from ..device import resolve_device
-    from ..estimators import make_estimator
-    from ..kernels import make_adam
-    from .defaults import BLOCK, default_settings
     from .dependence import deterministic_dependence
-    from .gaussian_start import GAUSSIAN_LR_SCALE, GAUSSIAN_MAX_DIM, GAUSSIAN_PAIRS_PER_DIM, GaussianResidualCritic
     from .preprocess import standardise_columns
     from .reduce import REDUCE_ABOVE_DIM, apply_reduction, fit_canonical_reduction
-    from .training import train_held_out
 
     n = xa.shape[0]
     s, n_train, n_test, opts, reduce = settings
@@ -279,21 +288,88 @@ def _critic_estimate(xa, ya, est_name, critic, settings, embed, test_fraction, p
         # per-column scaling inflates rare pixels); the per-column map then applies to the canonical variates
         a, b, reduction = fit_canonical_reduction(xa, ya, tr, seed)
         xa, ya = apply_reduction(xa, a, tr), apply_reduction(ya, b, tr)
-    # canonical variates are linear combinations of many columns: z-scored, not normal-scored (vision seed 0:
-    # 3.41 vs 3.35 bits)
-    standardise_columns((xa, ya), tr, "zscore" if reduce and preprocess == "normal-scores" else preprocess)
-    if reduce:
-        s = {**default_settings(n_train, *dim_in, reduced_dims=(xa.shape[1], ya.shape[1])),
-             **{k: v for k, v in opts.items() if v is not None}}
+        # canonical variates are linear combinations of many columns: z-scored, not normal-scored
+        # (vision seed 0: 3.41 vs 3.35 bits)
+        s = {**s, **default_settings_for(n_train, dim_in, (xa.shape[1], ya.shape[1]), opts)}
+    candidates = _preprocess_candidates(preprocess, bool(reduce), n_test)
+    tried = []
+    for prep in candidates:
+        a, b = xa.copy(), ya.copy()
+        standardise_columns((a, b), tr, prep)
+        if progress and len(candidates) > 1:
+            print(f"preprocess {prep}:", file=sys.stderr)
+        tried.append((prep, *_train_critic(a, b, tr, te, est_name, critic, s, embed, gaussian_critic, dev, seed,
+                                           progress)))
+    # preprocess="auto": the map whose critic reads the higher held-out value (the choice is made on the
+    # same held-out pairs as the choice of checkpoint; both maps leave I(X;Y) unchanged)
+    prep, out, used, n_parameters = max(tried, key=lambda t: t[1].raw if math.isfinite(t[1].raw) else -math.inf)
+    used = {**used, "embed": embed, "test_fraction": test_fraction, "preprocess": prep, "reduce": bool(reduce)}
+    if len(tried) > 1:
+        used["preprocess_values"] = {p: float(o.raw) for p, o, _, _ in tried}
+    if reduction is not None:
+        used["reduction"] = reduction
+    if not math.isfinite(out.raw):
+        raise MibenchError(f"estimator {est_name!r} diverged at step {out.diverged_at} before any finite held-out "
+                           "value; try a smaller lr or another estimator")
+    status = out.status
+    if n_test and out.raw > _ceiling_nats(est_name, n_test) - NEAR_CEILING_NATS:
+        status = "near_ceiling"
+    return EstimateResult(
+        mi=max(out.raw, 0.0) * scale, units=base["units"], estimator=est_name, critic=critic, curve=out.curve * scale,
+        train_estimate=out.train_estimate * scale, n_train=n_train, n_test=n_test, diverged_at=out.diverged_at,
+        status=status, mi_stderr=out.stderr * scale, mi_raw=out.raw * scale, clipped=bool(out.raw < 0),
+        seconds=time.perf_counter() - t_start, n_parameters=n_parameters, best_step=out.best_step,
+        steps_run=out.steps_run, held_out_curve=np.array([(st, v * scale) for st, v, _ in out.held]).reshape(-1, 2),
+        settings=used)
+
+
+def _ceiling_nats(est_name: str, n_test: int) -> float:
+    """The largest value the estimator's readout can take on the whole n_test x n_test held-out matrix."""
+    from ..estimators import make_estimator
+
+    ceiling = getattr(make_estimator(est_name), "ceiling_nats", None)
+    return float(ceiling(n_test)) if ceiling is not None else math.inf
+
+
+def default_settings_for(n_train: int, dim_in: tuple[int, int], reduced: tuple[int, int], opts: dict) -> dict:
+    """The data-sized defaults for reduced inputs, overridden by the options the caller gave."""
+    from .defaults import default_settings
+
+    return {**default_settings(n_train, *dim_in, reduced_dims=reduced), **{k: v for k, v in opts.items() if v is not None}}
+
+
+def _preprocess_candidates(preprocess: str, reduced: bool, n_test: int) -> tuple[str, ...]:
+    """The per-column maps to train with.  ``auto``: z-scores alone for canonical variates (linear
+    combinations of many columns); otherwise both normal scores and z-scores where there is a held-out
+    part to choose by (normal scores alone without one).  Normal scores suit monotone transforms of
+    Gaussians and heavy tails, z-scores multimodal margins, and no cheap statistic of the margins told the
+    cases apart (benchmarks/results/estimate_seeds_auto.txt).  ``normal-scores`` on canonical variates is
+    read as z-scores (vision seed 0: 3.41 vs 3.35 bits)."""
+    if reduced and preprocess in ("auto", "normal-scores"):
+        return ("zscore",)
+    if preprocess == "auto":
+        return ("normal-scores", "zscore") if n_test else ("normal-scores",)
+    return (preprocess,)
+
+
+def _train_critic(xa, ya, tr, te, est_name, critic, s, embed, gaussian_critic, dev, seed, progress):
+    """Train one critic on the prepared arrays: (TrainingOutcome, settings used, trainable parameters)."""
+    import torch
+
+    from ..critics import make_critic
+    from ..estimators import make_estimator
+    from ..kernels import make_adam
+    from .defaults import BLOCK
+    from .gaussian_start import GAUSSIAN_LR_SCALE, GAUSSIAN_MAX_DIM, GAUSSIAN_PAIRS_PER_DIM, GaussianResidualCritic
+    from .training import train_held_out
+
+    n_train = len(tr)
     steps, batch = int(s["steps"]), int(s["batch_size"])
     d = xa.shape[1] + ya.shape[1]
     if gaussian_critic is None:
         gaussian_critic = d <= GAUSSIAN_MAX_DIM and n_train >= GAUSSIAN_PAIRS_PER_DIM * d
     block = min(BLOCK, batch)
-    used = {**s, "block": block, "embed": embed, "test_fraction": test_fraction, "preprocess": preprocess,
-            "gaussian_critic": bool(gaussian_critic), "reduce": bool(reduce)}
-    if reduction is not None:
-        used["reduction"] = reduction
+    used = {**s, "block": block, "gaussian_critic": bool(gaussian_critic)}
     xt = torch.as_tensor(xa, dtype=torch.float32, device=dev)
     yt = torch.as_tensor(ya, dtype=torch.float32, device=dev)
     x_tr, y_tr, x_te, y_te = xt[tr], yt[tr], xt[te], yt[te]
@@ -318,13 +394,4 @@ def _critic_estimate(xa, ya, est_name, critic, settings, embed, test_fraction, p
                          block=block, eval_every=int(s["eval_every"]), patience=int(s["patience"]),
                          min_steps=int(s["min_steps"]), seed=seed, start_is_candidate=bool(gaussian_critic),
                          noise=float(s.get("noise", 0.0)), progress=progress)
-    if not math.isfinite(out.raw):
-        raise MibenchError(f"estimator {est_name!r} diverged at step {out.diverged_at} before any finite held-out "
-                           "value; try a smaller lr or another estimator")
-    return EstimateResult(
-        mi=max(out.raw, 0.0) * scale, units=base["units"], estimator=est_name, critic=critic, curve=out.curve * scale,
-        train_estimate=out.train_estimate * scale, n_train=n_train, n_test=n_test, diverged_at=out.diverged_at,
-        status=out.status, mi_stderr=out.stderr * scale, mi_raw=out.raw * scale, clipped=bool(out.raw < 0),
-        seconds=time.perf_counter() - t_start, n_parameters=n_parameters, best_step=out.best_step,
-        steps_run=out.steps_run, held_out_curve=np.array([(st, v * scale) for st, v, _ in out.held]).reshape(-1, 2),
-        settings=used)
+    return out, used, n_parameters

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 STATUSES = ("converged", "overfit", "still_increasing", "no_dependence_detected", "diverged", "train_only",
-            "deterministic", "not_assessed")
+            "deterministic", "near_ceiling", "not_assessed")
 
 
 @dataclass
