@@ -26,7 +26,7 @@ def default_settings(n_train: int, dim_x: int, dim_y: int, reduced_dims: tuple[i
       direction is not a leading principal one), 2 canonical directions 0.69 (DV readout, seed 0);
     * ``noise`` = 0 (Gaussian noise on the standardised training batches, opt-in): on the 10 vision
       directions, noise 0.3 lifted the unclipped DV readout (``smile-inf``) from 3.30 to 3.41 bits
-      (seed 0) but pushed the default ``smile`` (SMILE-5) readout past the truth, 4.25 / 4.34 / 4.51
+      (seed 0) but pushed the SMILE-5 (``smile``) readout past the truth, 4.25 / 4.34 / 4.51
       bits over seeds 0-2 vs 3.80 / 3.81 / 4.00 without noise (truth 4), so it is off by default;
     * ``lr`` (Adam) = 5e-3 for hidden 32, 2e-3 for hidden 64;
     * ``batch_size`` = 256 pairs where n_train >= 2048, else the largest multiple of 32 <= n_train / 8
