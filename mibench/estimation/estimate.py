@@ -12,9 +12,9 @@ collapse; how, all of it seeded by ``seed``:
    does not change I(X;Y) (Kraskov et al. 2004, §II), and the held-out pairs go through the same
    fitted map.  ``preprocess="auto"`` (default) trains one critic on each and reports the one whose
    held-out value is higher (the choice is made on the held-out pairs, like the choice of
-   checkpoint in step 4): normal scores suit monotone transforms of Gaussians and heavy tails
-   (Student-t nu = 3, 1 x 1 at 1 nat, 5 seeds, InfoNCE: z-scores -0.023 nats, normal scores -0.003),
-   z-scores multimodal margins (mix-5x5: -0.077 vs -0.125), and none of the margins' statistics
+   checkpoint in step 4): normal scores suit monotone transforms of Gaussians (cdf-1x1 at 1 nat,
+   seeds 0-2, InfoNCE: z-scores -0.047 nats, normal scores -0.013), z-scores multimodal margins
+   (mix-5x5: -0.077 vs -0.127), and none of the margins' statistics
    tried (kurtosis, the fitted Gaussian's MI) told the cases apart.  ``"normal-scores"``,
    ``"zscore"`` or ``"none"`` train one critic.
 2. Where d = dim_x + dim_y > 256 (images, sentence embeddings, deep features; ``reduce=None``
@@ -50,7 +50,7 @@ The default estimator is ``infonce`` (van den Oord et al. 2018; Poole et al. 201
 trains by the InfoNCE objective and is read on the whole held-out score matrix, a lower bound on
 I(X;Y) whatever the critic, with a ceiling of log(n_test) (7.6 nats, 11 bits, at the default 2,000
 held-out pairs of 10,000).  Measured at n = 10,000, seeds 0-2, 1 thread (bits; README "Python API"):
-gaussian d = 10 at 4 bits 4.00 (``smile``, SMILE-5: 4.15, its clip biases the DV readout upwards
+gaussian d = 10 at 4 bits 4.01 (``smile``, SMILE-5: 4.16, its clip biases the DV readout upwards
 where the critic's joint scores exceed tau), vision 64 x 64 at 4 bits 3.41 (SMILE-5 3.87, riding the
 same clip: unclipped ``smile-inf`` 3.38), text ds 2 at 1 bit 0.72 off the shelf and 0.97 fine-tuned
 (SMILE-5 the same).  On the distributions family (5 seeds) InfoNCE with ``preprocess="auto"`` is within
@@ -216,9 +216,7 @@ def _critic_settings(n: int, dim_x: int, dim_y: int, test_fraction: float, opts:
 
     n_test = int(round(n * test_fraction))
     n_train = n - n_test
-    auto = default_settings(n_train, dim_x, dim_y)
-    auto.setdefault("noise", 0.0)
-    s = {k: (auto[k] if v is None else v) for k, v in opts.items()}
+    s = _with_defaults(default_settings(n_train, dim_x, dim_y), opts)
     if n < MIN_SAMPLES or n_train < s["batch_size"] or (test_fraction > 0 and n_test < 16):
         raise MibenchError(f"{n} samples are too few for batch_size {s['batch_size']} with test_fraction {test_fraction} "
                            f"(need >= {MIN_SAMPLES} pairs and >= 16 held out); pass more samples or a smaller batch_size")
@@ -265,6 +263,7 @@ def _sample_estimate(obj, xa, ya, seed, scale, base, t_start) -> EstimateResult:
 def _critic_estimate(xa, ya, est_name, critic, settings, embed, test_fraction, preprocess, gaussian_critic, device,
                      seed, progress, scale, base, t_start) -> EstimateResult:
     from ..device import resolve_device
+    from .defaults import default_settings
     from .dependence import deterministic_dependence
     from .preprocess import standardise_columns
     from .reduce import REDUCE_ABOVE_DIM, apply_reduction, fit_canonical_reduction
@@ -290,7 +289,7 @@ def _critic_estimate(xa, ya, est_name, critic, settings, embed, test_fraction, p
         xa, ya = apply_reduction(xa, a, tr), apply_reduction(ya, b, tr)
         # canonical variates are linear combinations of many columns: z-scored, not normal-scored
         # (vision seed 0: 3.41 vs 3.35 bits)
-        s = {**s, **default_settings_for(n_train, dim_in, (xa.shape[1], ya.shape[1]), opts)}
+        s = _with_defaults(default_settings(n_train, *dim_in, reduced_dims=(xa.shape[1], ya.shape[1])), opts)
     candidates = _preprocess_candidates(preprocess, bool(reduce), n_test)
     tried = []
     for prep in candidates:
@@ -302,17 +301,17 @@ def _critic_estimate(xa, ya, est_name, critic, settings, embed, test_fraction, p
                                            progress)))
     # preprocess="auto": the map whose critic reads the higher held-out value (the choice is made on the
     # same held-out pairs as the choice of checkpoint; both maps leave I(X;Y) unchanged)
-    prep, out, used, n_parameters = max(tried, key=lambda t: t[1].raw if math.isfinite(t[1].raw) else -math.inf)
+    prep, out, used, n_parameters, ceiling = max(tried, key=lambda t: t[1].raw if math.isfinite(t[1].raw) else -math.inf)
     used = {**used, "embed": embed, "test_fraction": test_fraction, "preprocess": prep, "reduce": bool(reduce)}
     if len(tried) > 1:
-        used["preprocess_values"] = {p: float(o.raw) for p, o, _, _ in tried}
+        used["preprocess_values"] = {p: float(o.raw) for p, o, *_ in tried}
     if reduction is not None:
         used["reduction"] = reduction
     if not math.isfinite(out.raw):
         raise MibenchError(f"estimator {est_name!r} diverged at step {out.diverged_at} before any finite held-out "
                            "value; try a smaller lr or another estimator")
     status = out.status
-    if n_test and out.raw > _ceiling_nats(est_name, n_test) - NEAR_CEILING_NATS:
+    if n_test and out.raw > ceiling - NEAR_CEILING_NATS:
         status = "near_ceiling"
     return EstimateResult(
         mi=max(out.raw, 0.0) * scale, units=base["units"], estimator=est_name, critic=critic, curve=out.curve * scale,
@@ -323,19 +322,9 @@ def _critic_estimate(xa, ya, est_name, critic, settings, embed, test_fraction, p
         settings=used)
 
 
-def _ceiling_nats(est_name: str, n_test: int) -> float:
-    """The largest value the estimator's readout can take on the whole n_test x n_test held-out matrix."""
-    from ..estimators import make_estimator
-
-    ceiling = getattr(make_estimator(est_name), "ceiling_nats", None)
-    return float(ceiling(n_test)) if ceiling is not None else math.inf
-
-
-def default_settings_for(n_train: int, dim_in: tuple[int, int], reduced: tuple[int, int], opts: dict) -> dict:
-    """The data-sized defaults for reduced inputs, overridden by the options the caller gave."""
-    from .defaults import default_settings
-
-    return {**default_settings(n_train, *dim_in, reduced_dims=reduced), **{k: v for k, v in opts.items() if v is not None}}
+def _with_defaults(auto: dict, opts: dict) -> dict:
+    """The caller's training options, each ``None`` replaced by its data-sized default from ``auto``."""
+    return {k: (auto[k] if v is None else v) for k, v in opts.items()}
 
 
 def _preprocess_candidates(preprocess: str, reduced: bool, n_test: int) -> tuple[str, ...]:
@@ -353,7 +342,8 @@ def _preprocess_candidates(preprocess: str, reduced: bool, n_test: int) -> tuple
 
 
 def _train_critic(xa, ya, tr, te, est_name, critic, s, embed, gaussian_critic, dev, seed, progress):
-    """Train one critic on the prepared arrays: (TrainingOutcome, settings used, trainable parameters)."""
+    """Train one critic on the prepared arrays: (TrainingOutcome, settings used, trainable parameters, the
+    largest value the head's readout can take on the whole held-out matrix, in nats)."""
     import torch
 
     from ..critics import make_critic
@@ -394,4 +384,5 @@ def _train_critic(xa, ya, tr, te, est_name, critic, s, embed, gaussian_critic, d
                          block=block, eval_every=int(s["eval_every"]), patience=int(s["patience"]),
                          min_steps=int(s["min_steps"]), seed=seed, start_is_candidate=bool(gaussian_critic),
                          noise=float(s.get("noise", 0.0)), progress=progress)
-    return out, used, n_parameters
+    ceiling = getattr(head, "ceiling_nats", None)
+    return out, used, n_parameters, float(ceiling(len(te))) if ceiling is not None and len(te) else math.inf
