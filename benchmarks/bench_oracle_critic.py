@@ -30,7 +30,7 @@ def held_out_dv(z: np.ndarray, te: np.ndarray, dim_x: int, cov: np.ndarray, n_pa
     on the held-out rows ``te`` of ``z``, every pair scored."""
     critic = GaussianResidualCritic(torch.nn.Identity(), cov, dim_x, n_pairs).double()
     with torch.no_grad():
-        scores = critic.gaussian_scores(torch.as_tensor(z[te, :dim_x]), torch.as_tensor(z[te, dim_x:]))
+        scores = critic.start_scores(torch.as_tensor(z[te, :dim_x]), torch.as_tensor(z[te, dim_x:]))
     return float(dv_bound(scores))
 
 

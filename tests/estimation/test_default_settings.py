@@ -2,13 +2,13 @@
 input noise, the whole-matrix readout, and (slow) their accuracy on the benchmark's own datasets.
 
 Bands of the slow tests: mean +- 3 sd (population) of the estimates measured with these defaults
-(infonce, preprocess auto) on the sample-protocol datasets (n = 10,000, seeds 0-2, 1 torch thread; the
+(infonce, preprocess auto, the fitted start) on the sample-protocol datasets (n = 10,000, seeds 0-2, 1 torch thread; the
 datasets of ``mibench run --task vision --mi 4 --n 10000 --seeds 0,1,2``), bits
 (benchmarks/results/estimate_setups_default.txt; results/sample_leaderboard, infonce cells):
-    vision 64 x 64, ds 10, 4 bits:            3.348 / 3.369 / 3.521   mean 3.413, sd 0.077
-    gaussian d = 10, 4 bits:                  4.015 / 3.985 / 4.023   mean 4.008, sd 0.016
-    text ds 2 (fine-tuned MiniLM), 1 bit:     0.976 / 0.962 / 0.967   mean 0.968, sd 0.006
-    text ds 2 (off-the-shelf MiniLM), 1 bit:  0.738 / 0.713 / 0.709   mean 0.720, sd 0.013
+    vision 64 x 64, ds 10, 4 bits:            3.328 / 3.374 / 3.515   mean 3.406, sd 0.080
+    gaussian d = 10, 4 bits:                  4.018 / 3.988 / 4.027   mean 4.011, sd 0.017
+    text ds 2 (fine-tuned MiniLM), 1 bit:     0.988 / 0.969 / 0.975   mean 0.977, sd 0.008
+    text ds 2 (off-the-shelf MiniLM), 1 bit:  0.732 / 0.716 / 0.727   mean 0.725, sd 0.007
 The Gaussian band is the target, +- 0.05 bits (3 sd = 0.048); the text bands are at least +- 0.02.
 """
 import numpy as np
@@ -96,7 +96,7 @@ def test_vision_64_within_measured_band(seed):
     x, y = _sample_setup("vision", {}, 4.0, seed)
     r = mibench.estimate(x, y, seed=seed, units="bits", device="cpu")
     assert r.settings["reduction"]["rank"] == 10
-    assert abs(r.mi - 3.413) <= 3 * 0.077, r.mi
+    assert abs(r.mi - 3.406) <= 3 * 0.080, r.mi
 
 
 @pytest.mark.slow
@@ -105,12 +105,12 @@ def test_gaussian_d10_within_measured_band(seed):
     x, y = _sample_setup("gaussian", {}, 4.0, seed)
     r = mibench.estimate(x, y, seed=seed, units="bits", device="cpu")
     assert not r.settings["reduce"]
-    assert abs(r.mi - 4.008) <= 0.05, r.mi
+    assert abs(r.mi - 4.011) <= 0.05, r.mi
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("encoder, mean, sd", [(None, 0.968, 0.006), ("all-MiniLM-L6-v2", 0.720, 0.013)])
+@pytest.mark.parametrize("encoder, mean, sd", [(None, 0.977, 0.008), ("all-MiniLM-L6-v2", 0.725, 0.007)])
 def test_text_ds2_within_measured_band(seed, encoder, mean, sd):
     x, y = _sample_setup("text", {"ds": 2, **({"encoder": encoder} if encoder else {})}, 1.0, seed)
     r = mibench.estimate(x, y, seed=seed, units="bits", device="cpu")
