@@ -136,8 +136,8 @@ def fit_start(z: np.ndarray, dim_x: int) -> Start:
 
     * Tails: the Student-t with the largest likelihood over ``DOF_GRID`` (:func:`_t_dof`; its scale
       matrix then by EM) replaces the Gaussian where its log-likelihood is higher by more than
-      ``DOF_MIN_GAIN_NATS`` (a likelihood-ratio test at about the 0.1 % level for the one extra
-      parameter).  The log density ratio of a t is the exact critic for t-distributed pairs, whose
+      ``DOF_MIN_GAIN_NATS`` (a likelihood-ratio statistic of 10 for the one extra parameter, about
+      the 0.2 % level of its chi-square).  The log density ratio of a t is the exact critic for t-distributed pairs, whose
       dependence a Gaussian start misses (the shared scale, Arellano-Valle et al. 2013): held-out
       InfoNCE of the start alone, seeds 0-4 at 1 nat, student-t-dof5-5x5 0.762 (Gaussian) -> 1.018
       nats (t, dof 5 chosen every time), student-t-dof3-1x1 0.841 -> 1.004; on the Gaussian and
