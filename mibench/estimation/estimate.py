@@ -12,7 +12,8 @@ collapse; how, all of it seeded by ``seed``:
    does not change I(X;Y) (Kraskov et al. 2004, §II), and the held-out pairs go through the same
    fitted map.  ``preprocess="auto"`` (default) trains one critic on each and reports the one whose
    held-out value is higher (the choice is made on the held-out pairs, like the choice of
-   checkpoint in step 4): normal scores suit monotone transforms of Gaussians (cdf-1x1 at 1 nat,
+   checkpoint in step 4; what choosing per seed adds over the better map's mean measured at most
+   0.0001 nats, benchmarks/bench_auto_selection.py): normal scores suit monotone transforms of Gaussians (cdf-1x1 at 1 nat,
    seeds 0-2, InfoNCE: z-scores -0.047 nats, normal scores -0.013), z-scores multimodal margins
    (mix-5x5: -0.077 vs -0.127), and none of the margins' statistics
    tried (kurtosis, the fitted Gaussian's MI) told the cases apart.  ``"normal-scores"``,
