@@ -135,8 +135,7 @@ def main(argv=None) -> int:
     if "imdb" in args.only:
         from mibench.data.embeddings import default_max_length
 
-        parts["imdb"] = make_imdb(args.data_dir, args.imdb_per_class,
-                                  default_max_length() if args.max_length is None else args.max_length)
+        parts["imdb"] = make_imdb(args.data_dir, args.imdb_per_class, default_max_length(None, args.max_length))
         print("imdb:", parts["imdb"]["bytes"], "bytes")
     prov_path.write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
     total = sum(p["bytes"] for p in parts.values())

@@ -100,11 +100,13 @@ def is_default_encoder(encoder) -> bool:
     return encoder is None or str(encoder).strip().lower() in _DEFAULT_ALIASES
 
 
-def default_max_length(encoder=None) -> int:
-    """Tokens per review when none is given: for the fine-tuned default encoder, the length it was
-    fine-tuned at (its recipe's ``max_length``, 128), so the pool is read as the encoder learned to
-    separate it (the measurements are tabled in :mod:`mibench.data.finetune_recipe`); else
+def default_max_length(encoder=None, max_length: int | None = None) -> int:
+    """Tokens per review: ``max_length`` when given; else, for the fine-tuned default encoder, the
+    length it was fine-tuned at (its recipe's ``max_length``, 128), so the pool is read as the encoder
+    learned to separate it (the measurements are tabled in :mod:`mibench.data.finetune_recipe`); else
     :data:`DEFAULT_MAX_LENGTH`."""
+    if max_length is not None:
+        return int(max_length)
     if is_default_encoder(encoder):
         from .finetune_recipe import DEFAULT_CONFIG
 
@@ -404,7 +406,7 @@ def imdb_embeddings(data_dir=None, encoder=None, n_per_class: int | None = DEFAU
     from .loaders import imdb_subset_indices, load_imdb
 
     df, data_md5, _ = load_imdb(data_dir)
-    max_length = default_max_length(encoder) if max_length is None else int(max_length)
+    max_length = default_max_length(encoder, max_length)
     ident = encoder_identity(encoder)
     key = embedding_key(data_md5, ident, max_length, split, n_per_class, seed)
     kh = key_hash(key)

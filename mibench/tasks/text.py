@@ -61,7 +61,7 @@ def load_imdb_pool(data_dir=None, encoder=None, n_per_class=None, max_length=Non
     from ..data import embeddings as E
 
     n_per_class = E.DEFAULT_N_PER_CLASS if n_per_class is None else int(n_per_class)
-    max_length = E.default_max_length(encoder) if max_length is None else int(max_length)
+    max_length = E.default_max_length(encoder, max_length)
     split = E.DEFAULT_SPLIT if split is None else str(split)
     if n_per_class < 2:
         raise MibenchError(f"n_per_class must be >= 2, got {n_per_class}")
