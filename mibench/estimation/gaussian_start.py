@@ -69,6 +69,11 @@ def gaussian_log_ratio(cov: np.ndarray, dim_x: int, n_pairs: int | None = None, 
     Gaussian critic, gauss-dense-50x50 at 1 nat, seeds 0-4: 0.829 -> 0.916 nats (the true covariance's
     critic: 0.985; benchmarks/results/oracle_critic.txt).  Where they are not equal it can cost:
     gauss-sparse-50x50 0.924 -> 0.904, so :func:`fit_start` decides on held-back training pairs."""
+    return _log_ratio_and_whiteners(cov, dim_x, n_pairs, pool)[:4]
+
+
+def _log_ratio_and_whiteners(cov: np.ndarray, dim_x: int, n_pairs: int | None, pool: bool):
+    """:func:`gaussian_log_ratio`'s (M_xx, M_xy, M_yy, c), then the whiteners (wx, wy) of its CCA."""
     u, r, vt, wx, wy = _canonical_svd(cov, dim_x)
     if n_pairs:
         r = np.sqrt(np.maximum(r ** 2 - max(wx.shape[0], wy.shape[0]) / n_pairs, 0.0))
@@ -84,18 +89,18 @@ def gaussian_log_ratio(cov: np.ndarray, dim_x: int, n_pairs: int | None = None, 
     m_xx = a.T @ ((r ** 2 / g)[:, None] * a)
     m_yy = b.T @ ((r ** 2 / g)[:, None] * b)
     m_xy = -a.T @ ((r / g)[:, None] * b)
-    return m_xx, m_xy, m_yy, float(-0.5 * np.log(g).sum())
+    return m_xx, m_xy, m_yy, float(-0.5 * np.log(g).sum()), wx, wy
 
 
-def _t_dof(z: np.ndarray) -> float:
-    """The dof of the multivariate t that fits the zero-mean rows ``z`` best, or ``inf`` (Gaussian).
+def _t_dof(z: np.ndarray, cov: np.ndarray) -> float:
+    """The dof of the multivariate t that fits the zero-mean rows ``z`` (covariance ``cov``) best, or
+    ``inf`` (Gaussian).
 
     Profile likelihood over ``DOF_GRID`` with the scale c * S (S the covariance, the scalar c by
     its EM fixed point c = mean(w_i q_i) / d, w_i = (dof + d) / (dof + q_i / c)): for elliptical
     pairs the t's scale matrix is proportional to S, so this costs one pass over the Mahalanobis
     forms q_i instead of an EM fit of the whole matrix per dof."""
     n, d = z.shape
-    cov = (z.T @ z) / n
     q = np.einsum("ij,ij->i", z @ np.linalg.inv(cov), z)
     logdet = np.linalg.slogdet(cov)[1]
     gaussian = -0.5 * (n * (d * math.log(2 * math.pi) + logdet) + q.sum())
@@ -151,7 +156,7 @@ def fit_start(z: np.ndarray, dim_x: int) -> Start:
     n, d = z.shape
     cov = (z.T @ z) / n
     full_rank = np.linalg.eigvalsh(cov)[0] > 1e-6 * np.trace(cov) / d
-    dof = _t_dof(z) if full_rank else math.inf                            # a t needs an invertible scale
+    dof = _t_dof(z, cov) if full_rank else math.inf                       # a t needs an invertible scale
     scale_of = (lambda w: (w.T @ w) / len(w)) if math.isinf(dof) else (lambda w: _t_scale(w, dof, (w.T @ w) / len(w), 30))
     n_check = min(POOL_CHECK_PAIRS, n // 4)
     pool = False
@@ -167,7 +172,7 @@ def fit_start(z: np.ndarray, dim_x: int) -> Start:
             # DV with every (x_i, y_j) of the check pairs as the sample of the product of marginals
             value[p] = float(scores.diagonal().mean() - (torch.logsumexp(scores.flatten(), 0) - math.log(scores.numel())))
         pool = value[True] > value[False]
-    return Start(scale_of(z), dof, pool)
+    return Start(cov if math.isinf(dof) else _t_scale(z, dof, cov, 30), dof, pool)
 
 
 class GaussianResidualCritic(Critic):
@@ -190,14 +195,13 @@ class GaussianResidualCritic(Critic):
     def __init__(self, base: torch.nn.Module, cov: np.ndarray, dim_x: int, n_pairs: int | None = None,
                  dof: float = math.inf, pool: bool = False):
         super().__init__()
-        m_xx, m_xy, m_yy, c = gaussian_log_ratio(cov, dim_x, n_pairs, pool)
+        m_xx, m_xy, m_yy, c, wx, wy = _log_ratio_and_whiteners(cov, dim_x, n_pairs, pool)
         t = lambda a: torch.nn.Parameter(torch.as_tensor(a, dtype=torch.float32))  # noqa: E731
         self.base = base
         self.dof = float(dof)
         self.m_xx, self.m_xy, self.m_yy = t(m_xx), t(m_xy), t(m_yy)
         self.tails: list[torch.nn.Parameter] = []
         if not math.isinf(self.dof):
-            *_, wx, wy = _canonical_svd(cov, dim_x)
             self.k_x, self.k_y = wx.shape[0], wy.shape[0]
             nu = self.dof
             c += (math.lgamma((nu + self.k_x + self.k_y) / 2) + math.lgamma(nu / 2) - math.lgamma((nu + self.k_x) / 2)
