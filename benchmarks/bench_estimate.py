@@ -5,7 +5,7 @@ same datasets, each run in its own environment (``--peer NAME=PYTHON``, repeatab
 ``torch-mist``, ``latentmi``; benchmarks/peers/run_<name>.py, stock settings documented there).
 ``--setups gaussian,vision,text`` adds the sample-protocol datasets of mibench.evaluate's suites
 (n = 10,000, the committed leaderboard's seeds; ``mixed`` = vision X, text Y, ds 2 at 1 bit), drawn once
-with mibench.protocols.sample_run.draw_dataset and kept as .npz under ``--data-cache`` (the peers read the
+with mibench.protocols.sample.run.draw_dataset and kept as .npz under ``--data-cache`` (the peers read the
 same files); their table is in bits.  Each table ends with a summary: cases within the target
 (|error| <= max(0.1, 10 % of the truth)) and cases where mibench.estimate is closer to the truth than
 each peer.  ``--speed`` adds a 1-d 10,000-pair call with the current defaults vs the earlier ones
@@ -53,9 +53,9 @@ class ArrayTask:
 
 def old_defaults(x, y, seed=0):
     """The pre-issue-13 estimate defaults, reproduced with the harness's training loop."""
-    from mibench.protocols.stream_run import RunConfig
-    from mibench.protocols.stream_training import build_models, train
-    from mibench.schedule import parse_schedule
+    from mibench.protocols.stream.run import RunConfig
+    from mibench.protocols.stream.training import build_models, train
+    from mibench.protocols.schedule import parse_schedule
 
     rng = np.random.default_rng(seed)
     perm = rng.permutation(x.shape[0])
@@ -158,7 +158,7 @@ def setup_dataset(name: str, seed: int, n: int, cache: Path) -> tuple[str, float
         tag = f"_{DEFAULT_ENCODER}"
     path = cache / f"{name}{tag}_n{n}_s{seed}.npz"
     if not path.exists():
-        from mibench.protocols.sample_run import draw_dataset
+        from mibench.protocols.sample.run import draw_dataset
         from mibench.tasks import make_task
 
         x, y = draw_dataset(make_task(task, device="cpu", **params), n, mi, seed)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from common import header
 
-from mibench.presets import load_preset
+from mibench.sweep.presets import load_preset
 from mibench.sweep import run_sweep
 
 

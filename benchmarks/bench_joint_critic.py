@@ -14,7 +14,7 @@ import torch
 
 from common import header, interleaved, joint_train_flops
 
-from mibench import kernels
+from mibench.critics import kernels
 from mibench.critics import make_critic
 from mibench.estimators import make_estimator
 

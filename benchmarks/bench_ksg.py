@@ -63,7 +63,7 @@ def main() -> None:
                       " nats", flush=True)
             diff = np.array(vals["brute"]) - np.array(vals["kdtree"])
             print(f"d={d:<6}{'all':>5}  brute - kdtree per seed: {', '.join(f'{x:+.4f}' for x in diff)} nats", flush=True)
-    from mibench.protocols.sample_run import draw_dataset
+    from mibench.protocols.sample.run import draw_dataset
     from mibench.tasks import make_task
 
     task = make_task("vision", device="cpu")

@@ -18,7 +18,7 @@ import torch
 from common import header
 
 from mibench.estimators import PAPER_ESTIMATORS
-from mibench.protocols.stream_run import RunConfig, run
+from mibench.protocols.stream.run import RunConfig, run
 
 PARAMS = {"gaussian": {"dim": 10}, "vision": {}, "text": {}}
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Issue 12's sample-based estimators (ksg, gaussian, histogram, doe-flow): accuracy against analytic
+"""The sample-based estimators (ksg, gaussian, histogram, doe-flow): accuracy against analytic
 MI and seconds per estimate at n = 10,000, one run.
 
 Data: X ~ N(0, I_d), Y = rho X + sqrt(1 - rho^2) N(0, I_d) (truth -(d/2) log(1 - rho^2) nats),

@@ -11,7 +11,7 @@ case imports those packages first to reproduce it); "lazy" is today's ``mibench 
 Then ``mibench COMMAND --help`` for every subcommand in ``cli.COMMANDS`` (and every action of
 ``mibench encoders``), today's code.  For the two whose parsers used to live inside torch-importing
 packages (``mibench.disentanglement.cli``, ``mibench.encoders.cli``, moved to the light
-``mibench/validate_cli.py`` / ``mibench/encoders_cli.py``), "before" is reproduced by importing
+``mibench/cli/validate.py`` / ``mibench/cli/encoders.py``), "before" is reproduced by importing
 what the old module's import did first (``mibench.disentanglement.validate`` / the
 ``mibench.encoders`` package), then the same ``--help``.  Also listed: which heavy modules each
 case imported.

@@ -4,7 +4,7 @@ SMILE, 1 thread unless --threads):
 
 1. optimizer: fused Adam (the harness's) vs the per-parameter loop, at d = 10 / 784 / 3840;
 2. weight-gradient GEMM: oneDNN matmul reading the transposed operands in place vs oneDNN linear
-   on copies (``mibench.kernels._grad_weight``), in the whole training step;
+   on copies (``mibench.critics.kernels._grad_weight``), in the whole training step;
 3. allocator: freed activation buffers kept in the heap (``kernels.tune_cpu_allocator``) vs
    glibc's default (each variant in its own subprocess, since the setting is per process);
 4. ``torch.compile`` (Inductor) of the same critic written in plain torch ops vs mibench's step.
@@ -22,7 +22,7 @@ import torch
 
 from common import header, interleaved
 
-from mibench import kernels
+from mibench.critics import kernels
 from mibench.critics import make_critic
 from mibench.estimators import make_estimator
 
@@ -71,7 +71,7 @@ def main(argv=None) -> int:
               f"-> {t['loop'] / t['fused']:.1f}x")
 
     print("\n## 2. weight-gradient GEMM route, whole training step at d = 784, ms/step")
-    if kernels.ONEDNN and kernels._strided_mm_is_fp32():
+    if kernels.ONEDNN and kernels.strided_mm_is_fp32():
         step = train_step(784)[0]
 
         def with_route(strided):

@@ -25,11 +25,11 @@ import numpy as np
 import torch
 from common import gemm_peak_gflops, header, interleaved, joint_train_flops
 
-from mibench import kernels
+from mibench.critics import kernels
 from mibench.critics import make_critic
 from mibench.estimators import PAPER_ESTIMATORS, make_estimator
-from mibench.protocols import stream_training
-from mibench.protocols.stream_run import RunConfig, run
+from mibench.protocols.stream import training as stream_training
+from mibench.protocols.stream.run import RunConfig, run
 from mibench.tasks import make_task
 
 DOMAINS = {"gaussian": {"dim": 10}, "vision": {}, "text": {}}
@@ -104,9 +104,9 @@ def step_fns(task, k=64, mi=2.0):
 
 
 def engine_ms_per_step(task_name, engine, steps, shared=True):
-    """ms per step of all 8 paper estimators through the harness itself (``mibench.protocols.stream_run.run``),
+    """ms per step of all 8 paper estimators through the harness itself (``mibench.protocols.stream.run.run``),
     one engine: sequential oneDNN critics or stacked (batched) critics.  ``shared=False`` trains
-    one critic per estimator (the harness's grouping, ``mibench.protocols.stream_training.training_groups``,
+    one critic per estimator (the harness's grouping, ``mibench.protocols.stream.training.training_groups``,
     replaced by singletons for this call)."""
     cfg = RunConfig(task=task_name, task_params=DOMAINS[task_name], estimators=PAPER_ESTIMATORS, steps=steps,
                     mi="2", device="cpu", engine=engine, log_every=steps)

@@ -51,11 +51,11 @@ def gemm_peak_gflops(m: int = 4096, n: int = 256, kdim: int = 256) -> dict:
 
 def header(title: str) -> None:
     """Print the benchmark's header; also tunes the CPU allocator as mibench's own processes do (the
-    CLI and sweep workers; library calls such as harness.run leave it alone, see mibench.allocator),
+    CLI and sweep workers; library calls such as harness.run leave it alone, see mibench.utils.allocator),
     so in-process harness runs are timed as ``mibench run`` runs."""
     import platform
 
-    from mibench.allocator import tune_cpu_allocator
+    from mibench.utils.allocator import tune_cpu_allocator
 
     allocator = tune_cpu_allocator()
     print(f"# {title}")

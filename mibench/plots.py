@@ -5,8 +5,8 @@ the true MI as a black staircase.
 * Every estimator has one fixed colour in every figure (:func:`estimator_color`: a fixed table for
   the built-in estimators, a colour derived from a hash of the name for any other).
 * Figures are drawn with matplotlib's object-oriented API (``matplotlib.figure.Figure`` on an Agg
-  canvas), so they work headless and never switch the caller's pyplot backend nor change its
-  rcParams.
+  canvas, :func:`figure`; written by :func:`save_figure`), so they work headless and never switch
+  the caller's pyplot backend nor change its rcParams.
 * What a figure draws is computed by testable helpers (:func:`smooth_per_level`,
   :func:`staircase_data`, :func:`metric_scale`); the ``plot_*`` functions only draw it.
 """
@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from mibench.records.io import atomic_path, float_or_nan
 
 
 #: fixed colours of the built-in estimators (the paper's eight keep matplotlib's tab10 order)
@@ -63,8 +65,9 @@ def ordered(names) -> list:
 # ------------------------------------------------------------------------------ figure plumbing
 
 
-def _figure(**kwargs):
-    """A Figure on its own Agg canvas: no pyplot, no backend switch, not in pyplot's figure list."""
+def figure(**kwargs):
+    """A Figure (``matplotlib.figure.Figure(**kwargs)``) on its own Agg canvas: no pyplot, no
+    backend switch, not in pyplot's figure list."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -86,12 +89,12 @@ def _style(seaborn: bool = False):
         yield
 
 
-def _save(fig, path) -> Path:
-    from .records.io import atomic_path
-
+def save_figure(fig, path, metadata: dict | None = None) -> Path:
+    """Write ``fig`` as a PNG at ``path``, atomically (its directory is created); returns ``path``.
+    ``metadata``: PNG text fields (``{"Software": None}`` leaves out the matplotlib version)."""
     path = Path(path)
     with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png")
+        fig.savefig(tmp, format="png", metadata=metadata)
     return path
 
 
@@ -198,7 +201,7 @@ def plot_staircase(path, names, true_mi: np.ndarray, estimates: np.ndarray, titl
     """Estimates vs. step over the true-MI staircase; returns ``path`` (the Figure is ``.figure``
     of the returned path's :func:`last_figure`... see :func:`draw_staircase` for the Figure)."""
     fig = draw_staircase(names, true_mi, estimates, title, ceilings, span, diverged)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def draw_staircase(names, true_mi, estimates, title: str = "", ceilings: dict | None = None,
@@ -210,7 +213,7 @@ def draw_staircase(names, true_mi, estimates, title: str = "", ceilings: dict | 
 
     d = staircase_data(names, true_mi, estimates, ceilings, diverged, span)
     with _style():
-        fig = _figure(figsize=(10, 5.6), dpi=110)
+        fig = figure(figsize=(10, 5.6), dpi=110)
         ax = fig.add_subplot()
         order = ordered(d.names)
         for name in order:
@@ -245,7 +248,7 @@ def draw_staircase(names, true_mi, estimates, title: str = "", ceilings: dict | 
 # ---------------------------------------------------------------------------------------------
 # Leaderboard and sweep figures (seaborn).  Every function saves a PNG, closes the figure and
 # returns the matplotlib Figure (axes, labels and legends stay inspectable).  Inputs are the
-# per-seed rows of :func:`mibench.leaderboard.per_seed_rows` (one row per run x estimator x true-MI
+# per-seed rows of :func:`mibench.analysis.leaderboard.per_seed_rows` (one row per run x estimator x true-MI
 # level); error bars are 95% Student-t intervals across seeds (none with a single seed).
 
 METRIC_LABELS = {"bias": "bias (bits)", "variance": "variance (bits²)", "mse": "MSE (bits²)",
@@ -305,16 +308,28 @@ def _apply_scale(ax, values, metric: str, label: str) -> str:
 
 
 def _errorbar(df, by=()):
-    from .metrics import t_interval
+    from mibench.metrics import t_interval
 
     return t_interval if df.groupby(["estimator", "true_mi", *by]).size().max() > 1 else None
 
 
-def _n_seeds_note(df, by=()) -> str:
-    n = df.groupby(["estimator", "true_mi", *by]).size()
+def _n_seeds_note(df, by=(), aggregated: bool = False) -> str:
+    """The title's seed note (``2 seeds · error bars: 95% t-interval``): seeds per bar counted from
+    the rows of each bar (per-seed rows) or read from ``n_seeds`` (``aggregated``: leaderboard rows)."""
+    import pandas as pd
+
+    if aggregated:
+        n = pd.to_numeric(df["n_seeds"], errors="coerce").fillna(0).astype(int)
+    else:
+        n = df.groupby(["estimator", "true_mi", *by]).size()
     lo, hi = int(n.min()), int(n.max())
     seeds = f"{lo} seed{'s' if lo > 1 else ''}" if lo == hi else f"{lo}-{hi} seeds"
     return seeds + (" · error bars: 95% t-interval" if hi > 1 else "")
+
+
+def bar_centre(level_index: int, estimator_index: int, n_estimators: int, width: float = 0.8) -> float:
+    """The x of a bar in seaborn's dodged hue layout: level index + offset within ``width``."""
+    return level_index - width / 2 + (estimator_index + 0.5) * width / n_estimators
 
 
 def diverged_bars(df, order, levels, width: float = 0.8) -> list[tuple[float, str, float, int]]:
@@ -323,38 +338,74 @@ def diverged_bars(df, order, levels, width: float = 0.8) -> list[tuple[float, st
     is the bar's centre (seaborn's dodged hue layout: level index + offset within ``width``)."""
     if "diverged" not in df.columns:
         return []
-    n = len(order)
     out = []
     flagged = df[df["diverged"].astype(bool)].groupby(["estimator", "true_mi"]).size()
     for (est, level), count in flagged.items():
         if est in order and level in levels:
-            x = levels.index(level) - width / 2 + (order.index(est) + 0.5) * width / n
+            x = bar_centre(levels.index(level), order.index(est), len(order), width)
             out.append((float(x), est, float(level), int(count)))
     return sorted(out)
 
 
-def plot_metric_bars(samples, path, title: str = ""):
+def interval_bars(df, metric: str, order, levels, width: float = 0.8) -> tuple[list, list, list]:
+    """``(x, value, half_width)`` lists of the error bars of leaderboard rows (:func:`plot_metric_bars`
+    with ``aggregated``): each bar's ``<metric>_ci95``, where it and the value are finite."""
+    xs, ys, hs = [], [], []
+    col = f"{metric}_ci95"
+    if col not in df.columns:
+        return xs, ys, hs
+    for est, level, value, half in zip(df["estimator"], df["true_mi"], df[metric], df[col]):
+        value, half = float_or_nan(value), float_or_nan(half)
+        if est in order and level in levels and np.isfinite(value) and np.isfinite(half):
+            xs.append(bar_centre(levels.index(level), order.index(est), len(order), width))
+            ys.append(value)
+            hs.append(half)
+    return xs, ys, hs
+
+
+def plot_metric_bars(samples, path, title: str = "", *, aggregated: bool = False, order=None,
+                     metadata: dict | None = None):
     """Bias / variance / MSE per estimator (hue, fixed colours) and true-MI level (x): three
     panels, each on the scale :func:`metric_scale` picks (log / symlog when an outlier would flatten
-    the rest; the axis label says so).  Returns the Figure."""
+    the rest; the axis label says so).  Returns the Figure.
+
+    Parameters
+    ----------
+    samples : per-seed rows (:func:`mibench.analysis.leaderboard.per_seed_rows`): each bar is the
+        mean over seeds, its error bar the 95% t-interval (none with one seed), an estimator that
+        diverged in a seed is marked; or, with ``aggregated``, leaderboard rows (one per estimator
+        and level): each bar is the row's value, its error bar the row's ``<metric>_ci95``
+        half-width where there is one, the seed count from ``n_seeds``.
+    path : the PNG written (:func:`save_figure`).
+    title : the figure's title; the seed count is appended.
+    aggregated : ``samples`` are leaderboard rows.
+    order : the estimators in the order drawn (default: by mean MSE, then name).
+    metadata : PNG metadata (:func:`save_figure`).
+    """
     import pandas as pd
+    from matplotlib.transforms import blended_transform_factory
 
     sns = _seaborn()
     df = pd.DataFrame(samples)
-    order = sorted(df["estimator"].unique(), key=lambda e: (df.loc[df.estimator == e, "mse"].mean(), e))
+    if order is None:
+        order = sorted(df["estimator"].unique(), key=lambda e: (df.loc[df.estimator == e, "mse"].mean(), e))
+    order = list(order)
     levels = sorted(df["true_mi"].unique())
     df = df.assign(level=df["true_mi"].map(lambda v: f"{v:g}"))
-    eb = _errorbar(df)
+    eb = None if aggregated else _errorbar(df)
     marks = diverged_bars(df, order, levels)
-    from matplotlib.transforms import blended_transform_factory
 
     with _style(seaborn=True):
-        fig = _figure(figsize=(15, 4.6), dpi=110)
+        fig = figure(figsize=(15, 4.6), dpi=110)
         axes = fig.subplots(1, 3)
         for ax, metric in zip(axes, ("bias", "variance", "mse")):
             sns.barplot(data=df, x="level", y=metric, hue="estimator", hue_order=order,
                         order=[f"{v:g}" for v in levels], errorbar=eb, capsize=0.1 if eb else 0,
                         err_kws={"linewidth": 1}, ax=ax, palette=palette(order), saturation=1)
+            if aggregated:
+                xs, ys, hs = interval_bars(df, metric, order, levels)
+                if xs:
+                    ax.errorbar(xs, ys, yerr=hs, fmt="none", ecolor=".26", elinewidth=1, capsize=2)
             ax.set_xlabel("true MI (bits)")
             ax.set_ylabel(_apply_scale(ax, df[metric], metric, METRIC_LABELS[metric]))
             ax.set_title(metric if metric != "mse" else "MSE")
@@ -371,9 +422,10 @@ def plot_metric_bars(samples, path, title: str = ""):
             fig.text(0.99, 0.01, "✕ = diverged (non-finite estimate) in "
                      + ", ".join(f"{e} at {lv:g} bits ({k} seed{'s' if k > 1 else ''})" for _, e, lv, k in marks),
                      ha="right", va="bottom", fontsize=8)
-        fig.suptitle((title or "bias, variance and MSE per estimator") + f"  ({_n_seeds_note(df)})", fontsize=11)
+        note = _n_seeds_note(df, aggregated=aggregated)
+        fig.suptitle((title or "bias, variance and MSE per estimator") + f"  ({note})", fontsize=11)
         fig.tight_layout(rect=(0, 0.05 if marks else 0, 1, 1))
-        _save(fig, path)
+        save_figure(fig, path, metadata)
     return fig
 
 
@@ -390,7 +442,7 @@ def plot_sweep(samples, axis: str, path, title: str = "", style: str | None = No
     by = [axis] + ([style] if style else [])
     eb = _errorbar(df, by)
     with _style(seaborn=True):
-        fig = _figure(figsize=(4.2 * len(levels) + 1.8, 7.2), dpi=110)
+        fig = figure(figsize=(4.2 * len(levels) + 1.8, 7.2), dpi=110)
         axes = fig.subplots(2, len(levels), squeeze=False)
         for j, level in enumerate(levels):
             sub = df[df["true_mi"] == level]
@@ -421,7 +473,7 @@ def plot_sweep(samples, axis: str, path, title: str = "", style: str | None = No
         fig.suptitle((title or f"estimation error vs {SWEEP_AXES.get(axis, axis)}") + f"  ({_n_seeds_note(df, by)})",
                      fontsize=11)
         fig.tight_layout()
-        _save(fig, path)
+        save_figure(fig, path)
     return fig
 
 
@@ -441,7 +493,7 @@ def plot_sample_run(path, rows: list[dict], title: str = "") -> Path:
     names = list(dict.fromkeys(r["estimator"] for r in rows))
     levels = sorted({r["true_mi"] for r in rows})
     with _style():
-        fig = _figure(figsize=(6.4, 4.4))
+        fig = figure(figsize=(6.4, 4.4))
         ax = fig.add_subplot(1, 1, 1)
         if levels:
             lo, hi = 0.0, max(levels) * 1.15 + 0.5
@@ -462,4 +514,4 @@ def plot_sample_run(path, rows: list[dict], title: str = "") -> Path:
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize=7, loc="upper left")
         fig.tight_layout()
-        return _save(fig, path)
+        return save_figure(fig, path)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Export results/sample_leaderboard/ into the compact copy shipped in the package
-(mibench/data/baselines/sample_leaderboard.json), which mibench.evaluate ranks against when
+(mibench/analysis/packaged/sample_leaderboard.json), which mibench.evaluate ranks against when
 installed from a wheel (no checkout).  Run it after re-running the sample leaderboard;
 tests/test_wheel_baselines.py fails while the two disagree.
 
@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mibench.baselines import CHECKOUT, PACKAGED, load_packaged, write_packaged  # noqa: E402
+from mibench.analysis.baselines import CHECKOUT, PACKAGED, load_packaged, write_packaged  # noqa: E402
 
 if __name__ == "__main__":
     src = Path(sys.argv[1]) if len(sys.argv) > 1 else CHECKOUT

@@ -31,8 +31,8 @@ def gaussian_pair():
 
 @pytest.fixture
 def packaged_baseline_estimators():
-    """task -> the estimators of the baselines packaged in mibench (mibench/data/baselines/)."""
-    from mibench import baselines
+    """task -> the estimators of the baselines packaged in mibench (mibench/analysis/packaged/)."""
+    from mibench.analysis import baselines
 
     out = {}
     for run in baselines.load_packaged()["runs"]:

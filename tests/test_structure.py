@@ -1,10 +1,10 @@
-"""The package's shape: no import cycles (lazy imports included), no module over 600 lines, no
-protocol branches outside the protocol implementations, no project history in the code.
+"""The package's shape: folders import only folders below them in the layer order of
+docs/architecture.md (lazy imports included), no import cycles, no module over 600 lines, no
+function over 80 lines or with more than 10 parameters, no project history in the code.
 
-The import graph is read from the source with ``ast`` (nothing is imported), the same way
-``../shared/tools/structure_report.py`` reads it: every ``import`` / ``from ... import`` anywhere in a
-module (inside functions too) is an edge; ``from . import x`` is an edge to the package and to
-``x``.
+The import graph is read from the source with ``ast`` (nothing is imported): every ``import`` /
+``from ... import`` anywhere in a module (inside functions too) is an edge; ``from . import x`` is an
+edge to the package and to ``x``.
 """
 from __future__ import annotations
 
@@ -122,22 +122,98 @@ def test_no_project_history_in_the_package():
     assert not hits, f"'issue N' references in the package: {hits}"
 
 
-#: a comparison with a protocol's name, or a test of which protocol a run is
-PROTOCOL_BRANCH = re.compile(r"""protocol["']?\]?\s*(==|!=)|(==|!=)\s*["'](sample|stream|streaming)["']"""
-                             r"""|["'](sample|stream|streaming)["']\s*(==|!=)|is_sample_run|sample_estimates\.csv["']\)""")
+#: the layer order of docs/architecture.md, bottom to top: a module may import only modules of
+#: lower layers (and of its own folder).  A loose top-level module is an area of its own.
+LAYERS = [
+    ("errors", "_version"),
+    ("utils",),
+    ("records", "metrics"),
+    ("plots",),
+    ("data", "critics"),
+    ("encoders", "estimators"),
+    ("tasks",),
+    ("estimation",),
+    ("protocols",),
+    ("sweep",),
+    ("analysis", "disentanglement"),
+    ("report",),
+    ("cli",),
+    ("testing", "__init__"),
+]
+LAYER = {area: i for i, areas in enumerate(LAYERS) for area in areas}
 
 
-def test_the_branch_pattern_finds_branches():
-    for line in ('if c.get("protocol") == "sample":', "if cfg['protocol'] != 'stream':", 'if "sample" == p:',
-                 "is_sample_run(cfg)", 'if (d / "sample_estimates.csv").is_file():'):
-        assert PROTOCOL_BRANCH.search(line), line
-    assert not PROTOCOL_BRANCH.search('protocol = protocol_of(cfg)')
+def area(module: str) -> str:
+    """``mibench.tasks.vision`` -> ``tasks``; ``mibench.errors`` -> ``errors``; ``mibench`` -> ``__init__``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
 
 
-def test_no_protocol_branches_outside_the_protocols():
-    """Code above the records layer asks a run's protocol object; only mibench/protocols/ (and the
-    records layer, which defines the files) name the protocols."""
-    hits = [f"{p.relative_to(PACKAGE.parent)}:{i}: {line.strip()}" for p in PACKAGE.rglob("*.py")
-            if PACKAGE / "protocols" not in p.parents and PACKAGE / "records" not in p.parents
-            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if PROTOCOL_BRANCH.search(line)]
-    assert not hits, "protocol branches: " + "; ".join(hits)
+def layer_violations(edges: dict[str, set[str]]) -> list[str]:
+    """Every import of a module from its own layer or a higher one (another folder)."""
+    out = []
+    for mod, targets in sorted(edges.items()):
+        for t in sorted(targets):
+            a, b = area(mod), area(t)
+            if a != b and not LAYER[b] < LAYER[a]:
+                out.append(f"{mod} -> {t} ({a}: layer {LAYER[a]}, {b}: layer {LAYER[b]})")
+    return out
+
+
+def test_every_folder_has_a_layer():
+    areas = {area(m) for m in import_graph()}
+    assert not areas - set(LAYER), f"folders or modules missing from LAYERS (and docs/architecture.md): {areas - set(LAYER)}"
+
+
+def test_the_layer_check_finds_an_upward_import():
+    assert layer_violations({"mibench.records.io": {"mibench.analysis.leaderboard"}})
+    assert layer_violations({"mibench.data.cli": {"mibench.tasks.text"}})            # one layer up
+    assert layer_violations({"mibench.encoders.x": {"mibench.estimators.y"}})        # same layer, other folder
+    assert not layer_violations({"mibench.analysis.gate": {"mibench.records.io", "mibench.analysis.leaderboard"}})
+
+
+def test_imports_follow_the_layer_order():
+    found = layer_violations(import_graph())
+    assert not found, "imports against the layer order (docs/architecture.md):\n" + "\n".join(found)
+
+
+def test_the_architecture_page_states_this_order():
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for i, areas in enumerate(LAYERS):
+        for a in areas:
+            assert f"`{a}`" in page, f"docs/architecture.md does not place `{a}` (layer {i})"
+
+
+MAX_FUNCTION_LINES, MAX_PARAMETERS = 80, 10
+#: public signatures that take more (each argument is a documented user setting)
+WIDE_SIGNATURES = {"mibench.estimation.estimate.estimate"}
+
+
+def _functions():
+    for mod, path in _modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield mod, node
+
+
+def _is_task_constructor(mod: str, node) -> bool:
+    """Task factories and task classes' ``__init__`` take one argument per task parameter."""
+    return mod.startswith("mibench.tasks.") and (node.name == "__init__" or node.name.startswith("make_"))
+
+
+def test_no_long_functions():
+    long = [f"{mod}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)" for mod, n in _functions()
+            if n.end_lineno - n.lineno + 1 > MAX_FUNCTION_LINES]
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def test_no_function_with_too_many_parameters():
+    wide = []
+    for mod, n in _functions():
+        a = n.args
+        count = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + (a.vararg is not None) + (a.kwarg is not None)
+        count -= bool(a.args) and a.args[0].arg in ("self", "cls")
+        if count > MAX_PARAMETERS and f"{mod}.{n.name}" not in WIDE_SIGNATURES and not _is_task_constructor(mod, n):
+            wide.append(f"{mod}:{n.lineno} {n.name} ({count} parameters)")
+    assert not wide, f"functions with more than {MAX_PARAMETERS} parameters: {wide}"

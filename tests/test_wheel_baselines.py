@@ -1,4 +1,4 @@
-"""The baselines shipped in the package (mibench/data/baselines/sample_leaderboard.json): they match
+"""The baselines shipped in the package (mibench/analysis/packaged/sample_leaderboard.json): they match
 the committed results/sample_leaderboard exactly (regenerate with
 `python scripts/export_sample_baselines.py` after re-running it), give the same leaderboard, and
 mibench.evaluate uses them when there is no checkout (a wheel install)."""
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mibench import baselines
+from mibench.analysis import baselines
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "results" / "sample_leaderboard"
@@ -33,7 +33,7 @@ def test_packaged_baselines_match_the_committed_leaderboard():
 def test_packaged_baselines_give_the_same_leaderboard(tmp_path):
     import pandas as pd
 
-    from mibench.leaderboard import build
+    from mibench.analysis.leaderboard import build
 
     if not RESULTS.is_dir():
         pytest.skip("results/sample_leaderboard not committed")
@@ -44,7 +44,7 @@ def test_packaged_baselines_give_the_same_leaderboard(tmp_path):
 
 def test_evaluate_without_a_checkout_uses_the_packaged_copy(no_checkout, capsys, packaged_baseline_estimators):
     import mibench
-    from mibench.evaluation import baseline_dir
+    from mibench.analysis.evaluate import baseline_dir
 
     base = baseline_dir()
     assert base != RESULTS and (base / "sweep").is_dir() and list(base.rglob("sample_estimates.csv"))

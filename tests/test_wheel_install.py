@@ -27,7 +27,7 @@ EXAMPLE = REPO / "examples" / "mibench-example-plugin"
 # file names follow its encoder, so they are listed from the checkout, not by hand)
 PACKAGE_DATA = sorted(
     {str(p.relative_to(REPO)) for p in (REPO / "mibench" / "data" / "embedded").iterdir() if p.suffix in (".npz", ".json")}
-    | {"mibench/data/baselines/sample_leaderboard.json", "mibench/report/templates/index.html",
+    | {"mibench/analysis/packaged/sample_leaderboard.json", "mibench/report/templates/index.html",
        "mibench/report/assets/site.js", "mibench/report/assets/site.css",
        "mibench/report/assets/vendor/tablesort.min.js", "mibench/report/assets/vendor/tablesort.LICENCE"})
 
@@ -79,7 +79,7 @@ def test_wheel_works_without_the_checkout(tmp_path, packaged_baseline_estimators
     assert "black-box" in line and "mibench-example-plugin 0.1.0" in line, line
 
     # evaluate on the quick suite, against the baselines shipped in the wheel
-    code = ("import mibench, mibench.evaluation as ev\n"
+    code = ("import mibench, mibench.analysis.evaluate as ev\n"
             "from mibench_example_plugin import GaussianEstimator\n"
             "assert 'site-packages' in mibench.__file__, mibench.__file__\n"
             "board = mibench.evaluate(GaussianEstimator(), suite='quick', progress=False)\n"

@@ -6,12 +6,12 @@ ReLU layers of width 256.  Every factory takes ``(dim_x, dim_y, hidden, layers, 
 """
 from __future__ import annotations
 
-from ..errors import MibenchError
-from ..registry import Registry
+from mibench.errors import MibenchError
+from mibench.utils.registry import Registry
 
 CRITICS: Registry = Registry("critic")
 
-from .mlp import BilinearCritic, InnerCritic, JointCritic, SeparableCritic, mlp  # noqa: E402
+from mibench.critics.mlp import BilinearCritic, InnerCritic, JointCritic, SeparableCritic, mlp  # noqa: E402
 
 DEFAULT_HIDDEN = 256
 DEFAULT_LAYERS = 2

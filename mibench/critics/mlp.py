@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..kernels import linear as _linear
+from mibench.critics.kernels import linear as _linear
 
 
 def mlp(dim_in: int, hidden: int, dim_out: int, layers: int) -> nn.Sequential:
@@ -19,7 +19,7 @@ def mlp(dim_in: int, hidden: int, dim_out: int, layers: int) -> nn.Sequential:
 
 def run_mlp(net: nn.Sequential, h: torch.Tensor, start: int = 0) -> torch.Tensor:
     """Apply ``net[start:]`` (alternating Linear / ReLU, ending in Linear) with each Linear + ReLU
-    pair fused into one kernel call (:func:`mibench.kernels.linear`)."""
+    pair fused into one kernel call (:func:`mibench.critics.kernels.linear`)."""
     mods = list(net)[start:]
     i = 0
     while i < len(mods):

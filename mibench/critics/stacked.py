@@ -4,14 +4,14 @@ matmul per layer (``torch.baddbmm``) instead of E separate passes.
 Built *from* E ordinary :class:`JointCritic` s (so initialisation, and therefore every number, is
 the same as training them one after another); Adam is element-wise, so one optimizer over the
 stacked tensors equals E optimizers.  Which engine is faster depends on the device: see
-``benchmarks/bench_training.py`` and :func:`mibench.protocols.stream_training.choose_engine`.
+``benchmarks/bench_training.py`` and :func:`mibench.protocols.stream.training.choose_engine`.
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from .mlp import JointCritic
+from mibench.critics.mlp import JointCritic
 
 
 class StackedJointCritics(nn.Module):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DataNotFoundError
+from mibench.errors import DataNotFoundError
 
 EMBEDDED_DIR = Path(__file__).resolve().parent / "embedded"
 FILES = {"mnist": "mnist01.npz", "cifar10": "cifar10_backgrounds.npz", "imdb": "imdb_minilm_imdb.npz"}
@@ -73,7 +73,7 @@ def choose_source(name: str, data_dir=None):
     (no argument, no MIBENCH_DATA) and the user cache lacks the data.  A directory the user chose
     explicitly that lacks the data is an error (DataNotFoundError naming the files), not a fallback.
     """
-    from .sources import EMBEDDED, data_dir_origin, ensure_dataset, is_present, resolve_data_dir
+    from mibench.data.sources import EMBEDDED, data_dir_origin, ensure_dataset, is_present, resolve_data_dir
 
     root = resolve_data_dir(data_dir)
     if root == EMBEDDED:

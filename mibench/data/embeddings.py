@@ -43,8 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import MibenchError
-from .sources import cache_dir, cached_md5, skip_md5
+from mibench.errors import MibenchError
+from mibench.data.sources import cache_dir, cached_md5, skip_md5
 
 #: the default text encoder: all-MiniLM-L6-v2 fine-tuned on IMDB labels (:mod:`mibench.data.finetune`)
 DEFAULT_ENCODER = "minilm-imdb"
@@ -108,7 +108,7 @@ def default_max_length(encoder=None, max_length: int | None = None) -> int:
     if max_length is not None:
         return int(max_length)
     if is_default_encoder(encoder):
-        from .finetune_recipe import DEFAULT_CONFIG
+        from mibench.data.finetune_recipe import DEFAULT_CONFIG
 
         return DEFAULT_CONFIG.max_length
     return DEFAULT_MAX_LENGTH
@@ -121,7 +121,7 @@ def is_base_encoder(encoder) -> bool:
 
 def shipped_default_identity() -> dict | None:
     """The default encoder's identity as recorded in the shipped embedded subset (None if absent)."""
-    from .embedded import provenance
+    from mibench.data.embedded import provenance
 
     ident = provenance().get("parts", {}).get("imdb", {}).get("embedding_key", {}).get("encoder")
     return dict(ident) if ident and ident.get("encoder") == DEFAULT_ENCODER else None
@@ -131,7 +131,7 @@ def resolve_encoder(encoder=None) -> tuple[str, Path]:
     """(display name, local directory) of an encoder given by alias, path or hub id.  The default
     (fine-tuned) encoder must be in the cache: otherwise one line naming the command that makes it."""
     if is_default_encoder(encoder):
-        from .finetune_recipe import missing_message
+        from mibench.data.finetune_recipe import missing_message
 
         if not _have_packaged_minilm():
             raise text_extra_missing("computing embeddings with the default text encoder")
@@ -224,7 +224,7 @@ def _verify_default_weights(path: Path, weights: list[Path]) -> None:
 
 
 @lru_cache(maxsize=8)
-def _fingerprint(path_str: str, default: bool = False) -> dict:
+def encoder_fingerprint(path_str: str, default: bool = False) -> dict:
     path = Path(path_str)
     h = hashlib.sha256()
     h.update((path / "config.json").read_bytes())
@@ -244,14 +244,14 @@ def _fingerprint(path_str: str, default: bool = False) -> dict:
 
 def base_identity() -> dict:
     """Identity of the packaged off-the-shelf all-MiniLM-L6-v2 (needs the text extra; md5-checked)."""
-    ident, pooling = _fingerprint(str(packaged_minilm_dir()), True)
+    ident, pooling = encoder_fingerprint(str(packaged_minilm_dir()), True)
     return {"encoder": BASE_ENCODER, **ident, "pooling": pooling_name(pooling)}
 
 
 def cached_checkpoint(cfg=None) -> Path | None:
     """The cached fine-tuned checkpoint of recipe ``cfg`` (default: the default encoder's), or None
     (also None without the text extra)."""
-    from .finetune_recipe import DEFAULT_CONFIG, checkpoint_dir, is_complete
+    from mibench.data.finetune_recipe import DEFAULT_CONFIG, checkpoint_dir, is_complete
 
     if not _have_packaged_minilm():
         return None
@@ -268,7 +268,7 @@ def encoder_identity(encoder=None) -> dict:
     off-the-shelf encoder's is :data:`BASE_ENCODER_IDENTITY`: enough to find embeddings computed
     with them; computing new ones says what to install or run."""
     if is_default_encoder(encoder):
-        from .finetune_recipe import missing_message, record
+        from mibench.data.finetune_recipe import missing_message, record
 
         path = cached_checkpoint()
         if path is None:
@@ -276,7 +276,7 @@ def encoder_identity(encoder=None) -> dict:
             if shipped is None:
                 raise MibenchError(missing_message())
             return shipped
-        ident, pooling = _fingerprint(str(path), False)
+        ident, pooling = encoder_fingerprint(str(path), False)
         rec = record(path)
         return {"encoder": DEFAULT_ENCODER, **ident, "pooling": pooling_name(pooling),
                 "finetune": {"recipe": rec["recipe_hash"], "base": rec["base"]["fingerprint"],
@@ -284,7 +284,7 @@ def encoder_identity(encoder=None) -> dict:
     if is_base_encoder(encoder):
         return base_identity() if _have_packaged_minilm() else dict(BASE_ENCODER_IDENTITY)
     name, path = resolve_encoder(encoder)
-    ident, pooling = _fingerprint(str(path), False)
+    ident, pooling = encoder_fingerprint(str(path), False)
     return {"encoder": name, **ident, "pooling": pooling_name(pooling)}
 
 
@@ -326,7 +326,7 @@ def pool_hidden_states(hidden, attention_mask, pooling: dict):
     return pooled
 
 
-def _require_transformers(what: str) -> None:
+def require_transformers(what: str) -> None:
     import importlib.util
 
     try:
@@ -338,7 +338,7 @@ def _require_transformers(what: str) -> None:
 
 
 @lru_cache(maxsize=2)
-def _load_encoder(path_str: str):
+def load_encoder(path_str: str):
     try:
         import transformers
     except ImportError:
@@ -359,11 +359,11 @@ def embed_texts(texts, encoder=None, max_length: int = DEFAULT_MAX_LENGTH, batch
         raise MibenchError(f"max_length must be >= 2 tokens, got {max_length}")
     ident = encoder_identity(encoder)
     _, path = resolve_encoder(encoder)
-    tok, model = _load_encoder(str(path))
+    tok, model = load_encoder(str(path))
     import torch
     from tqdm.auto import tqdm
 
-    pooling = _fingerprint(str(path), is_base_encoder(encoder))[1]
+    pooling = encoder_fingerprint(str(path), is_base_encoder(encoder))[1]
     model.to(device)
     texts = [str(t) for t in texts]
     order = np.argsort([-len(t) for t in texts], kind="stable")  # long first: little padding per batch
@@ -403,7 +403,7 @@ def imdb_embeddings(data_dir=None, encoder=None, n_per_class: int | None = DEFAU
     recomputing (``meta["origin"]`` says so); ``use_shipped=False`` always computes.  ``max_length``
     None: the encoder's own (:func:`default_max_length`).
     """
-    from .loaders import imdb_subset_indices, load_imdb
+    from mibench.data.loaders import imdb_subset_indices, load_imdb
 
     df, data_md5, _ = load_imdb(data_dir)
     max_length = default_max_length(encoder, max_length)
@@ -433,7 +433,7 @@ def imdb_embeddings(data_dir=None, encoder=None, n_per_class: int | None = DEFAU
         return shipped, labels_all[rows], meta
     if not compute:
         raise MibenchError("IMDB embeddings for this encoder/subset are not cached; run `mibench data --prepare`")
-    _require_transformers("computing text embeddings")
+    require_transformers("computing text embeddings")
     n = len(rows)
     print(f"mibench: embedding {n} IMDB reviews with {ident['encoder']} (max_length {max_length}); "
           f"cached afterwards in {folder}", file=sys.stderr)
@@ -452,7 +452,7 @@ def imdb_embeddings(data_dir=None, encoder=None, n_per_class: int | None = DEFAU
 
 
 def _shipped_copy(key: dict, n: int):
-    from . import embedded
+    from mibench.data import embedded
 
     part = embedded.provenance().get("parts", {}).get("imdb", {})
     if part.get("embedding_key") != key:

@@ -7,8 +7,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from ..errors import MibenchError
-from .sources import encoders_dir
+from mibench.errors import MibenchError
+from mibench.data.sources import encoders_dir
 
 FINETUNE_VERSION = 1
 FINETUNED_NAME = "minilm-imdb"

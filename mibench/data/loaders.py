@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import MibenchError, UnreadableInput
-from .sources import CIFAR_DIR, DATASETS, IMDB_CSV, ensure_dataset, present_files
+from mibench.errors import MibenchError, UnreadableInput
+from mibench.data.sources import CIFAR_DIR, DATASETS, IMDB_CSV, ensure_dataset, present_files
 
 
 def _damaged(path, exc: BaseException):

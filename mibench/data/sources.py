@@ -33,7 +33,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import DataNotFoundError, MibenchError
+from mibench.errors import DataNotFoundError, MibenchError
 
 EMBEDDED = "embedded"
 

@@ -11,8 +11,8 @@
 * The analytic Gaussian toy model and entanglement attacks (:mod:`.toy`), the papers' synthetic
   scenarios (:mod:`.scenarios`) and the validation harness (:mod:`.validate`, ``mibench validate``).
 """
-from .backends import MI_BACKENDS, BackendUnsupported, MIBackend, get_backend, neural_backend
-from .metrics import (
+from mibench.disentanglement.backends import MI_BACKENDS, BackendUnsupported, MIBackend, get_backend, neural_backend
+from mibench.disentanglement.metrics import (
     MI_METRICS,
     InfoTable,
     dcimig,
@@ -25,8 +25,8 @@ from .metrics import (
     sufficiency_mi,
     unibound,
 )
-from .posterior import GaussianPosterior
-from .predictive import (
+from mibench.disentanglement.posterior import GaussianPosterior
+from mibench.disentanglement.predictive import (
     almudevar_neurips,
     betavae_score,
     dci,
@@ -39,7 +39,7 @@ from .predictive import (
     sap,
     sufficiency,
 )
-from .toy import analytic_table, attack_posterior, attack_samples, sample_toy, table1_closed_forms, toy_process
+from mibench.disentanglement.toy import analytic_table, attack_posterior, attack_samples, sample_toy, table1_closed_forms, toy_process
 
 __all__ = [
     "MI_BACKENDS", "BackendUnsupported", "MIBackend", "get_backend", "neural_backend",

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from ..checks import as_2d, check_same_rows
-from ..errors import MibenchError
-from ..estimators.classical import (
+from mibench.utils.checks import as_2d, check_same_rows
+from mibench.errors import MibenchError
+from mibench.estimators.classical import (
     ClassicalUnsupported,
     equal_width_bins,
     gaussian_mi_samples,
@@ -44,8 +44,8 @@ from ..estimators.classical import (
     plugin_mi,
     row_labels,
 )
-from ..registry import Entry, Registry
-from .posterior import (
+from mibench.utils.registry import Entry, Registry
+from mibench.disentanglement.posterior import (
     GaussianPosterior,
     linear_gaussian_mi,
     log_density_matrix,
@@ -164,7 +164,7 @@ def posterior_mi(y: np.ndarray, z, *, discrete_y: bool) -> float:
 
 def neural_mi(y: np.ndarray, z, *, discrete_y: bool, estimator: str, critic: str = "joint", **settings) -> float:
     try:
-        from ..estimation import estimate  # lazily: the estimator stack is heavy
+        from mibench.estimation import estimate  # lazily: the estimator stack is heavy
     except ModuleNotFoundError as exc:
         if exc.name == "mibench.estimation":
             raise BackendUnsupported("neural back-ends need mibench.estimate (mibench.estimation), not available here") from None

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import MibenchError
-from ..checks import as_2d, check_same_rows
+from mibench.errors import MibenchError
+from mibench.utils.checks import as_2d, check_same_rows
 
 LOG_2PI = math.log(2.0 * math.pi)
 

@@ -35,8 +35,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import MibenchError
-from ..checks import as_2d, as_labels, check_positive_int, check_same_rows, resolve_discrete
+from mibench.errors import MibenchError
+from mibench.utils.checks import as_2d, as_labels, check_positive_int, check_same_rows, resolve_discrete
 
 # ---------------------------------------------------------------------------------------------
 # shared helpers

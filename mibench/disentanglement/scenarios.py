@@ -18,8 +18,8 @@ import math
 
 import numpy as np
 
-from ..errors import MibenchError
-from ..checks import check_positive_int
+from mibench.errors import MibenchError
+from mibench.utils.checks import check_positive_int
 
 PI = math.pi
 

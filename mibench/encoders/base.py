@@ -20,8 +20,8 @@ import math
 import torch
 from torch import nn
 
-from ..errors import MibenchError
-from ..registry import Registry
+from mibench.errors import MibenchError
+from mibench.utils.registry import Registry
 
 ENCODERS: Registry = Registry("transform")
 

@@ -8,8 +8,8 @@
 * :mod:`.dependence` -- constant inputs and deterministic relations, found before training;
 * :mod:`.result` -- :class:`EstimateResult` and its ``status`` values.
 """
-from .defaults import default_settings
-from .estimate import DependenceWarning, estimate
-from .result import STATUSES, EstimateResult
+from mibench.estimation.defaults import default_settings
+from mibench.estimation.estimate import DependenceWarning, estimate
+from mibench.estimation.result import STATUSES, EstimateResult
 
 __all__ = ["estimate", "EstimateResult", "STATUSES", "DependenceWarning", "default_settings"]

@@ -6,7 +6,7 @@ MIN_STEPS = 500
 
 
 def default_settings(n_train: int, dim_x: int, dim_y: int, reduced_dims: tuple[int, int] | None = None) -> dict:
-    """The data-sized defaults (documented rule; README "Python API"), d = dim_x + dim_y, or, for inputs
+    """The data-sized defaults (documented rule; docs/estimators.md), d = dim_x + dim_y, or, for inputs
     reduced to their canonical directions (:mod:`mibench.estimation.reduce`, where d > 256), d = the
     reduced dimensions' sum:
 

@@ -61,7 +61,7 @@ def _column_keys(a: np.ndarray) -> list[bytes]:
 def deterministic_dependence(x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> str | None:
     """A one-line description of a deterministic relation between X and Y found on ``rows`` of the
     arrays ``x`` and ``y`` as given (see the module docstring), else None."""
-    from .preprocess import normal_scores
+    from mibench.estimation.preprocess import normal_scores
 
     cx, cy = continuous_columns(x, rows), continuous_columns(y, rows)
     if not (cx.size and cy.size):
@@ -78,7 +78,7 @@ def deterministic_dependence(x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> 
             return (f"y[:, {j}] is a strictly monotone function of x[:, {keys[k]}] (identical ranks): "
                     "I(X;Y) is infinite")
     if cx.size + cy.size <= CCA_MAX_DIM:
-        from .gaussian_start import canonical_correlations
+        from mibench.estimation.gaussian_start import canonical_correlations
 
         z = np.concatenate([raw_x, raw_y], axis=1)
         d = z.shape[1]

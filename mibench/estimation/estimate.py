@@ -53,7 +53,7 @@ collapse; how, all of it seeded by ``seed``:
 The default estimator is ``infonce`` (van den Oord et al. 2018; Poole et al. 2019, §2.3): the critic
 trains by the InfoNCE objective and is read on the whole held-out score matrix, a lower bound on
 I(X;Y) whatever the critic, with a ceiling of log(n_test) (7.6 nats, 11 bits, at the default 2,000
-held-out pairs of 10,000).  Measured at n = 10,000, seeds 0-2, 1 thread (bits; README "Python API"):
+held-out pairs of 10,000).  Measured at n = 10,000, seeds 0-2, 1 thread (bits; docs/estimators.md):
 gaussian d = 10 at 4 bits 4.01 (``smile``, SMILE-5: 4.16, its clip biases the DV readout upwards
 where the critic's joint scores exceed tau), vision 64 x 64 at 4 bits 3.41 (SMILE-5 3.87, riding the
 same clip: unclipped ``smile-inf`` 3.37), text ds 2 at 1 bit 0.73 off the shelf and 0.98 fine-tuned
@@ -98,11 +98,13 @@ import math
 import sys
 import time
 import warnings
+from dataclasses import replace
 
 import numpy as np
 
-from ..errors import MibenchError
-from .result import EstimateResult
+from mibench.errors import MibenchError
+from mibench.estimation.result import EstimateResult
+from mibench.estimation.settings import EstimateSettings, SizedTraining, TrainingOptions
 
 MIN_SAMPLES = 100
 NEAR_CEILING_NATS = 1.0   # status near_ceiling within this of the readout's ceiling (InfoNCE: log n_test)
@@ -155,71 +157,76 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
     """
     import torch
 
-    from ..checks import check_seed
+    from mibench.utils.checks import check_seed
 
     t_start = time.perf_counter()
     seed = check_seed(seed)
+    if threads is not None and (isinstance(threads, bool) or int(threads) < 1):
+        raise MibenchError(f"threads must be >= 1, got {threads}")
+    training = TrainingOptions(hidden=hidden, layers=layers, batch_size=batch_size, lr=lr, steps=steps,
+                               eval_every=eval_every, patience=patience, min_steps=min_steps, noise=noise)
+    settings = EstimateSettings(estimator=estimator, critic=critic, training=training, embed=embed,
+                                test_fraction=test_fraction, preprocess=preprocess, gaussian_critic=gaussian_critic,
+                                reduce=reduce, device=device, seed=seed, units=units, progress=progress,
+                                threads=threads)
     old_threads = torch.get_num_threads()
     if threads is not None:
-        if isinstance(threads, bool) or int(threads) < 1:
-            raise MibenchError(f"threads must be >= 1, got {threads}")
         torch.set_num_threads(int(threads))
     try:
-        return _estimate(x, y, estimator, critic, steps, batch_size, lr, hidden, layers, embed, test_fraction,
-                         preprocess, gaussian_critic, device, seed, units, progress, eval_every, patience, min_steps,
-                         t_start, reduce, noise)
+        return _estimate(x, y, settings, t_start)
     finally:
         torch.set_num_threads(old_threads)
 
 
-def _estimate(x, y, estimator, critic, steps, batch_size, lr, hidden, layers, embed, test_fraction, preprocess,
-              gaussian_critic, device, seed, units, progress, eval_every, patience, min_steps,
-              t_start, reduce=None, noise=None) -> EstimateResult:
-    from ..checks import as_2d, check_same_rows
-    from ..estimators import ESTIMATORS
-    from ..estimators.protocols import CRITIC, kind_of
-    from .dependence import constant_input
-    from .preprocess import PREPROCESS
+def _estimate(x, y, settings: EstimateSettings, t_start: float) -> EstimateResult:
+    """Check the inputs, answer a constant input, and dispatch by the estimator's kind."""
+    from mibench.estimators.kinds import CRITIC, kind_of
+    from mibench.estimation.dependence import constant_input
 
-    if units not in UNITS:
-        raise MibenchError(f"units must be 'bits' or 'nats', got {units!r}")
-    xa, ya = as_2d(x, "x", flatten=True).copy(), as_2d(y, "y", flatten=True).copy()
-    check_same_rows(x=xa, y=ya)
-    if preprocess not in PREPROCESS:
-        raise MibenchError(f"preprocess must be one of {', '.join(PREPROCESS)}, got {preprocess!r}")
-    if not 0 <= test_fraction < 1:
-        raise MibenchError(f"test_fraction must be in [0, 1), got {test_fraction}")
-    entry = ESTIMATORS.get(estimator)
+    xa, ya, entry = _checked_inputs(x, y, settings)
     obj = entry.obj()
     kind = kind_of(obj)
-    scale = 1.0 if units == "nats" else 1.0 / math.log(2.0)
-    base = {"units": units, "estimator": entry.name, "critic": critic if kind == CRITIC else "",
+    base = {"units": settings.units, "estimator": entry.name, "critic": settings.critic if kind == CRITIC else "",
             "curve": np.zeros(0), "train_estimate": float("nan"), "n_train": xa.shape[0], "n_test": 0,
             "diverged_at": None}
-    settings = None
+    sizes = None
     if kind == CRITIC:
-        opts = {"hidden": hidden, "layers": layers, "batch_size": batch_size, "lr": lr, "steps": steps,
-                "eval_every": eval_every, "patience": patience, "min_steps": min_steps, "noise": noise}
-        settings = _critic_settings(xa.shape[0], xa.shape[1], ya.shape[1], test_fraction, opts)
-        settings = (*settings, opts, reduce)
+        sizes = _critic_settings(xa.shape[0], xa.shape[1], ya.shape[1], settings)
     constant = constant_input(xa, ya)
     if constant:
         warnings.warn(f"{constant}: I(X;Y) = 0, nothing was estimated", DependenceWarning, stacklevel=3)
         return EstimateResult(mi=0.0, mi_raw=0.0, mi_stderr=0.0, status="no_dependence_detected",
                               seconds=time.perf_counter() - t_start, settings={"reason": constant}, **base)
     if kind != CRITIC:
-        return _sample_estimate(obj, xa, ya, seed, scale, base, t_start)
-    return _critic_estimate(xa, ya, entry.name, critic, settings, embed, test_fraction, preprocess, gaussian_critic,
-                            device, seed, progress, scale, base, t_start)
+        return _sample_estimate(obj, xa, ya, settings, base, t_start)
+    return _critic_estimate(xa, ya, settings, sizes, base, t_start)
 
 
-def _critic_settings(n: int, dim_x: int, dim_y: int, test_fraction: float, opts: dict) -> tuple[dict, int, int]:
-    """(settings with the data-sized defaults filled in, n_train, n_test); one-line errors."""
-    from .defaults import default_settings
+def _checked_inputs(x, y, settings: EstimateSettings):
+    """(x, y) as 2-D float arrays (copies) and the estimator's registry entry; one-line errors."""
+    from mibench.utils.checks import as_2d, check_same_rows
+    from mibench.estimators import ESTIMATORS
+    from mibench.estimation.preprocess import PREPROCESS
 
+    if settings.units not in UNITS:
+        raise MibenchError(f"units must be 'bits' or 'nats', got {settings.units!r}")
+    xa, ya = as_2d(x, "x", flatten=True).copy(), as_2d(y, "y", flatten=True).copy()
+    check_same_rows(x=xa, y=ya)
+    if settings.preprocess not in PREPROCESS:
+        raise MibenchError(f"preprocess must be one of {', '.join(PREPROCESS)}, got {settings.preprocess!r}")
+    if not 0 <= settings.test_fraction < 1:
+        raise MibenchError(f"test_fraction must be in [0, 1), got {settings.test_fraction}")
+    return xa, ya, ESTIMATORS.get(settings.estimator)
+
+
+def _critic_settings(n: int, dim_x: int, dim_y: int, settings: EstimateSettings) -> SizedTraining:
+    """The training settings with the data-sized defaults filled in, and the split sizes; one-line errors."""
+    from mibench.estimation.defaults import default_settings
+
+    test_fraction = settings.test_fraction
     n_test = int(round(n * test_fraction))
     n_train = n - n_test
-    s = _with_defaults(default_settings(n_train, dim_x, dim_y), opts)
+    s = settings.training.resolved(default_settings(n_train, dim_x, dim_y))
     if n < MIN_SAMPLES or n_train < s["batch_size"] or (test_fraction > 0 and n_test < 16):
         raise MibenchError(f"{n} samples are too few for batch_size {s['batch_size']} with test_fraction {test_fraction} "
                            f"(need >= {MIN_SAMPLES} pairs and >= 16 held out); pass more samples or a smaller batch_size")
@@ -231,23 +238,23 @@ def _critic_settings(n: int, dim_x: int, dim_y: int, test_fraction: float, opts:
         raise MibenchError("steps and eval_every must be >= 1 and patience >= 0")
     if not (s["noise"] >= 0 and math.isfinite(s["noise"])):
         raise MibenchError(f"noise must be a number >= 0, got {s['noise']}")
-    return s, n_train, n_test
+    return SizedTraining(values=s, n_train=n_train, n_test=n_test)
 
 
-def _deterministic_result(reason: str, base: dict, t_start: float, settings: dict) -> EstimateResult:
+def _deterministic_result(reason: str, base: dict, t_start: float, used: dict) -> EstimateResult:
     warnings.warn(f"{reason}; mi is reported as inf and nothing was trained", DependenceWarning, stacklevel=4)
     return EstimateResult(mi=math.inf, mi_raw=math.inf, mi_stderr=float("nan"), status="deterministic",
-                          seconds=time.perf_counter() - t_start, settings={**settings, "reason": reason}, **base)
+                          seconds=time.perf_counter() - t_start, settings={**used, "reason": reason}, **base)
 
 
-def _sample_estimate(obj, xa, ya, seed, scale, base, t_start) -> EstimateResult:
+def _sample_estimate(obj, xa, ya, settings: EstimateSettings, base: dict, t_start: float) -> EstimateResult:
     """A black-box or generative estimator: one call on the arrays as given."""
-    from .dependence import deterministic_dependence
+    from mibench.estimation.dependence import deterministic_dependence
 
     reason = deterministic_dependence(xa, ya, np.arange(xa.shape[0]))
     if reason:
         return _deterministic_result(reason, base, t_start, {})
-    raw = obj.estimate(xa, ya, seed=seed)
+    raw = obj.estimate(xa, ya, seed=settings.seed)
     try:
         raw = float(raw)
     except (TypeError, ValueError):
@@ -255,6 +262,7 @@ def _sample_estimate(obj, xa, ya, seed, scale, base, t_start) -> EstimateResult:
     if not math.isfinite(raw):
         raise MibenchError(f"estimator {base['estimator']!r} returned {raw}")
     status = getattr(obj, "status", None)
+    scale = settings.scale
     return EstimateResult(mi=max(raw, 0.0) * scale, mi_raw=raw * scale, clipped=raw < 0,
                           status=status if isinstance(status, str) and status else "not_assessed",
                           seconds=time.perf_counter() - t_start,
@@ -263,49 +271,50 @@ def _sample_estimate(obj, xa, ya, seed, scale, base, t_start) -> EstimateResult:
                           **base)
 
 
-def _critic_estimate(xa, ya, est_name, critic, settings, embed, test_fraction, preprocess, gaussian_critic, device,
-                     seed, progress, scale, base, t_start) -> EstimateResult:
-    from ..device import resolve_device
-    from .defaults import default_settings
-    from .dependence import deterministic_dependence
-    from .preprocess import standardise_columns
-    from .reduce import REDUCE_ABOVE_DIM, apply_reduction, fit_canonical_reduction
+def _critic_estimate(xa, ya, settings: EstimateSettings, sizes: SizedTraining, base: dict,
+                     t_start: float) -> EstimateResult:
+    """A critic-bound estimator: split, reduce where asked, train one critic per per-column map, report
+    the best map's held-out readout."""
+    from mibench.utils.device import resolve_device
+    from mibench.estimation.defaults import default_settings
+    from mibench.estimation.dependence import deterministic_dependence
+    from mibench.estimation.preprocess import standardise_columns
+    from mibench.estimation.reduce import REDUCE_ABOVE_DIM, apply_reduction, fit_canonical_reduction
 
-    n = xa.shape[0]
-    s, n_train, n_test, opts, reduce = settings
-    dev = resolve_device(device)
-
-    perm = np.random.default_rng(seed).permutation(n)
-    tr, te = perm[:n_train], perm[n_train:]
+    est_name = base["estimator"]
+    dev = resolve_device(settings.device)
+    perm = np.random.default_rng(settings.seed).permutation(xa.shape[0])
+    tr, te = perm[:sizes.n_train], perm[sizes.n_train:]
     dim_in = (xa.shape[1], ya.shape[1])
-    if reduce is None:
-        reduce = sum(dim_in) > REDUCE_ABOVE_DIM
+    reduce = sum(dim_in) > REDUCE_ABOVE_DIM if settings.reduce is None else settings.reduce
     reason = deterministic_dependence(xa, ya, tr)
     if reason:
-        used = {**s, "embed": embed, "test_fraction": test_fraction, "preprocess": preprocess, "reduce": bool(reduce)}
-        return _deterministic_result(reason, {**base, "n_train": n_train, "n_test": n_test}, t_start, used)
+        used = {**sizes.values, "embed": settings.embed, "test_fraction": settings.test_fraction,
+                "preprocess": settings.preprocess, "reduce": bool(reduce)}
+        return _deterministic_result(reason, {**base, "n_train": sizes.n_train, "n_test": sizes.n_test}, t_start, used)
     reduction = None
     if reduce:
         # fitted on the centred columns as given (pixels, embedding coordinates: one unit system, where
         # per-column scaling inflates rare pixels); the per-column map then applies to the canonical variates
-        a, b, reduction = fit_canonical_reduction(xa, ya, tr, seed)
+        a, b, reduction = fit_canonical_reduction(xa, ya, tr, settings.seed)
         xa, ya = apply_reduction(xa, a, tr), apply_reduction(ya, b, tr)
         # canonical variates are linear combinations of many columns: z-scored, not normal-scored
         # (vision seed 0: 3.41 vs 3.35 bits)
-        s = _with_defaults(default_settings(n_train, *dim_in, reduced_dims=(xa.shape[1], ya.shape[1])), opts)
-    candidates = _preprocess_candidates(preprocess, bool(reduce), n_test)
+        auto = default_settings(sizes.n_train, *dim_in, reduced_dims=(xa.shape[1], ya.shape[1]))
+        sizes = replace(sizes, values=settings.training.resolved(auto))
+    candidates = _preprocess_candidates(settings.preprocess, bool(reduce), sizes.n_test)
     tried = []
     for prep in candidates:
         a, b = xa.copy(), ya.copy()
         standardise_columns((a, b), tr, prep)
-        if progress and len(candidates) > 1:
+        if settings.progress and len(candidates) > 1:
             print(f"preprocess {prep}:", file=sys.stderr)
-        tried.append((prep, *_train_critic(a, b, tr, te, est_name, critic, s, embed, gaussian_critic, dev, seed,
-                                           progress)))
+        tried.append((prep, *_train_critic(a, b, tr, te, est_name, sizes.values, settings, dev)))
     # preprocess="auto": the map whose critic reads the higher held-out value (the choice is made on the
     # same held-out pairs as the choice of checkpoint; both maps leave I(X;Y) unchanged)
     prep, out, used, n_parameters, ceiling = max(tried, key=lambda t: t[1].raw if math.isfinite(t[1].raw) else -math.inf)
-    used = {**used, "embed": embed, "test_fraction": test_fraction, "preprocess": prep, "reduce": bool(reduce)}
+    used = {**used, "embed": settings.embed, "test_fraction": settings.test_fraction, "preprocess": prep,
+            "reduce": bool(reduce)}
     if len(tried) > 1:
         used["preprocess_values"] = {p: float(o.raw) for p, o, *_ in tried}
     if reduction is not None:
@@ -314,20 +323,16 @@ def _critic_estimate(xa, ya, est_name, critic, settings, embed, test_fraction, p
         raise MibenchError(f"estimator {est_name!r} diverged at step {out.diverged_at} before any finite held-out "
                            "value; try a smaller lr or another estimator")
     status = out.status
-    if n_test and out.raw > ceiling - NEAR_CEILING_NATS:
+    if sizes.n_test and out.raw > ceiling - NEAR_CEILING_NATS:
         status = "near_ceiling"
+    scale = settings.scale
     return EstimateResult(
-        mi=max(out.raw, 0.0) * scale, units=base["units"], estimator=est_name, critic=critic, curve=out.curve * scale,
-        train_estimate=out.train_estimate * scale, n_train=n_train, n_test=n_test, diverged_at=out.diverged_at,
-        status=status, mi_stderr=out.stderr * scale, mi_raw=out.raw * scale, clipped=bool(out.raw < 0),
-        seconds=time.perf_counter() - t_start, n_parameters=n_parameters, best_step=out.best_step,
-        steps_run=out.steps_run, held_out_curve=np.array([(st, v * scale) for st, v, _ in out.held]).reshape(-1, 2),
-        settings=used)
-
-
-def _with_defaults(auto: dict, opts: dict) -> dict:
-    """The caller's training options, each ``None`` replaced by its data-sized default from ``auto``."""
-    return {k: (auto[k] if v is None else v) for k, v in opts.items()}
+        mi=max(out.raw, 0.0) * scale, units=base["units"], estimator=est_name, critic=settings.critic,
+        curve=out.curve * scale, train_estimate=out.train_estimate * scale, n_train=sizes.n_train,
+        n_test=sizes.n_test, diverged_at=out.diverged_at, status=status, mi_stderr=out.stderr * scale,
+        mi_raw=out.raw * scale, clipped=bool(out.raw < 0), seconds=time.perf_counter() - t_start,
+        n_parameters=n_parameters, best_step=out.best_step, steps_run=out.steps_run,
+        held_out_curve=np.array([(st, v * scale) for st, v, _ in out.held]).reshape(-1, 2), settings=used)
 
 
 def _preprocess_candidates(preprocess: str, reduced: bool, n_test: int) -> tuple[str, ...]:
@@ -344,32 +349,47 @@ def _preprocess_candidates(preprocess: str, reduced: bool, n_test: int) -> tuple
     return (preprocess,)
 
 
-def _train_critic(xa, ya, tr, te, est_name, critic, s, embed, gaussian_critic, dev, seed, progress):
-    """Train one critic on the prepared arrays: (TrainingOutcome, settings used, trainable parameters, the
-    largest value the head's readout can take on the whole held-out matrix, in nats)."""
+def _train_critic(xa, ya, tr, te, est_name: str, s: dict, settings: EstimateSettings, dev):
+    """Train one critic on the prepared arrays.
+
+    Parameters
+    ----------
+    xa, ya : the prepared (per-column mapped, possibly reduced) arrays.
+    tr, te : row indices of the training and held-out pairs.
+    est_name : the registered estimator name (the head).
+    s : the data-sized training settings (:attr:`SizedTraining.values`).
+    settings : the call's settings (critic, embed, gaussian_critic, seed, progress).
+    dev : the torch device.
+
+    Returns
+    -------
+    (TrainingOutcome, settings used, trainable parameters, the largest value the head's readout can take
+    on the whole held-out matrix, in nats)
+    """
     import torch
 
-    from ..critics import make_critic
-    from ..estimators import make_estimator
-    from ..kernels import make_adam
-    from .defaults import BLOCK
-    from .gaussian_start import GAUSSIAN_LR_SCALE, GAUSSIAN_MAX_DIM, GAUSSIAN_PAIRS_PER_DIM, GaussianResidualCritic, fit_start
-    from .training import train_held_out
+    from mibench.critics import make_critic
+    from mibench.estimators import make_estimator
+    from mibench.critics.kernels import make_adam
+    from mibench.estimation.defaults import BLOCK
+    from mibench.estimation.gaussian_start import GAUSSIAN_LR_SCALE, GAUSSIAN_MAX_DIM, GAUSSIAN_PAIRS_PER_DIM, GaussianResidualCritic, fit_start
+    from mibench.estimation.training import HeldOutData, LoopSettings, train_held_out
 
     n_train = len(tr)
     steps, batch = int(s["steps"]), int(s["batch_size"])
     d = xa.shape[1] + ya.shape[1]
+    gaussian_critic = settings.gaussian_critic
     if gaussian_critic is None:
         gaussian_critic = d <= GAUSSIAN_MAX_DIM and n_train >= GAUSSIAN_PAIRS_PER_DIM * d
     block = min(BLOCK, batch)
     used = {**s, "block": block, "gaussian_critic": bool(gaussian_critic)}
     xt = torch.as_tensor(xa, dtype=torch.float32, device=dev)
     yt = torch.as_tensor(ya, dtype=torch.float32, device=dev)
-    x_tr, y_tr, x_te, y_te = xt[tr], yt[tr], xt[te], yt[te]
+    data = HeldOutData(x_train=xt[tr], y_train=yt[tr], x_test=xt[te], y_test=yt[te])
 
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        net = make_critic(critic, xa.shape[1], ya.shape[1], int(s["hidden"]), int(s["layers"]), embed)
+        torch.manual_seed(settings.seed)
+        net = make_critic(settings.critic, xa.shape[1], ya.shape[1], int(s["hidden"]), int(s["layers"]), settings.embed)
     if gaussian_critic:
         z = np.concatenate([xa[tr], ya[tr]], axis=1).reshape(n_train, d)
         start = fit_start(z - z.mean(0), xa.shape[1])
@@ -385,9 +405,9 @@ def _train_critic(xa, ya, tr, te, est_name, critic, s, embed, gaussian_critic, d
         groups = [{"params": [p for p in params if id(p) not in slow]},
                   {"params": net.start_parameters(), "lr": float(s["lr"]) * GAUSSIAN_LR_SCALE}]
     optimizer = make_adam(groups, float(s["lr"])) if params else None
-    out = train_held_out(net, head, optimizer, x_tr, y_tr, x_te, y_te, steps=steps, batch=batch // block * block,
-                         block=block, eval_every=int(s["eval_every"]), patience=int(s["patience"]),
-                         min_steps=int(s["min_steps"]), seed=seed, start_is_candidate=bool(gaussian_critic),
-                         noise=float(s.get("noise", 0.0)), progress=progress)
+    loop = LoopSettings(steps=steps, batch=batch // block * block, block=block, eval_every=int(s["eval_every"]),
+                        patience=int(s["patience"]), min_steps=int(s["min_steps"]), seed=settings.seed,
+                        start_is_candidate=bool(gaussian_critic), noise=float(s.get("noise", 0.0)))
+    out = train_held_out(net, head, optimizer, data, loop, progress=settings.progress)
     ceiling = getattr(head, "ceiling_nats", None)
     return out, used, n_parameters, float(ceiling(len(te))) if ceiling is not None and len(te) else math.inf

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import torch
 
-from ..critics.mlp import Critic
+from mibench.critics.mlp import Critic
 
 GAUSSIAN_MAX_DIM = 256        # d = dim_x + dim_y at most this for the Gaussian part of the critic ...
 GAUSSIAN_PAIRS_PER_DIM = 20   # ... and at least this many training pairs per dimension

@@ -8,6 +8,10 @@ marginals (as in the streaming harness, where the block is the whole batch).  He
 the bound averaged over blocks of up to :data:`EVAL_BLOCK` held-out pairs, with the spread over the
 blocks / sqrt(blocks) as the standard error; the reported value of the chosen checkpoint is the bound
 on the whole held-out score matrix (:func:`full_matrix_value`).
+
+:func:`train_held_out` takes the pairs as one :class:`HeldOutData` and the loop's settings (step
+budget, batch and block sizes, evaluation and early-stopping rule, seed, training noise) as one
+:class:`LoopSettings`.
 """
 from __future__ import annotations
 
@@ -37,19 +41,38 @@ class TrainingOutcome:
     held: list = field(default_factory=list)   # (step, value, stderr) per evaluation
 
 
-def train_held_out(net, head, optimizer, x_tr, y_tr, x_te, y_te, *, steps: int, batch: int, block: int,
-                   eval_every: int, patience: int, min_steps: int, seed: int, start_is_candidate: bool,
-                   noise: float = 0.0, progress: bool = False) -> TrainingOutcome:
-    """Train ``net`` (a critic) with ``head`` (an estimator) and read the estimate on held-out pairs.
+@dataclass(frozen=True, eq=False)
+class HeldOutData:
+    """The training and held-out pairs of one critic, float32 tensors on one device.
 
     Parameters
     ----------
-    net, head, optimizer : the critic, the estimator head, and the optimizer over their parameters
-        (``None`` when nothing trains).
-    x_tr, y_tr, x_te, y_te : training and held-out pairs, float32 tensors on one device; with no
-        held-out pairs (``x_te`` empty) the training tail is reported (status ``train_only``).
-    steps : the step budget; batch, block : pairs per step and the block size it is scored in
-        (``batch`` a multiple of ``block``).
+    x_train, y_train : the training pairs (the minibatches are drawn from them).
+    x_test, y_test : the held-out pairs (empty: no held-out readout, status ``train_only``).
+    """
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+
+    @property
+    def n_train(self) -> int:
+        return self.x_train.shape[0]
+
+    @property
+    def n_test(self) -> int:
+        return self.x_test.shape[0]
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """The settings of one run of :func:`train_held_out`.
+
+    Parameters
+    ----------
+    steps : the step budget.
+    batch, block : pairs per step and the block size they are scored in (``batch`` a multiple of ``block``).
     eval_every, patience, min_steps : a held-out evaluation every ``eval_every`` steps; stop after
         ``patience`` evaluations without a new best (0: never), but not before ``min_steps``.
     seed : seeds the minibatch draws; ``seed + 1`` reshuffles the held-out blocks of the final readout.
@@ -59,73 +82,129 @@ def train_held_out(net, head, optimizer, x_tr, y_tr, x_te, y_te, *, steps: int, 
         regularises the critic (Bishop 1995, "Training with noise is equivalent to Tikhonov
         regularization"); any critic still gives a valid bound on the clean held-out pairs.
     """
-    dev = x_tr.device
-    n_train, n_test = x_tr.shape[0], x_te.shape[0]
-    gen = torch.Generator(device=dev).manual_seed(seed)
-    curve = np.full(steps, np.nan)
-    buf = torch.full((steps,), float("nan"), device=dev)
-    held: list[tuple[int, float, float]] = []
-    best = (-math.inf, 0.0, 0, None)               # (value, stderr, step, state)
-    diverged_at = None
-    since_best = 0
-    step = 0
-    stop = "budget"
-    if n_test and start_is_candidate:
-        v0, se0 = held_out_value(net, head, x_te, y_te, seed=None)
-        held.append((0, v0, se0))
+
+    steps: int
+    batch: int
+    block: int
+    eval_every: int
+    patience: int
+    min_steps: int
+    seed: int
+    start_is_candidate: bool
+    noise: float = 0.0
+
+
+@dataclass
+class _LoopState:
+    """The running state of :func:`train_held_out`."""
+
+    held: list = field(default_factory=list)   # (step, value, stderr) per held-out evaluation
+    best: tuple = (-math.inf, 0.0, 0, None)    # (value, stderr, step, critic state) of the best checkpoint
+    since_best: int = 0                        # evaluations since the last new best
+    step: int = 0                              # the last step run
+    stop: str = "budget"                       # why training stopped: budget, patience or diverged
+    diverged_at: int | None = None             # the step whose training loss was non-finite
+
+
+def train_held_out(net, head, optimizer, data: HeldOutData, loop: LoopSettings,
+                   progress: bool = False) -> TrainingOutcome:
+    """Train ``net`` (a critic) with ``head`` (an estimator) and read the estimate on held-out pairs.
+
+    Parameters
+    ----------
+    net, head, optimizer : the critic, the estimator head, and the optimizer over their parameters
+        (``None`` when nothing trains).
+    data : the training and held-out pairs (:class:`HeldOutData`); with no held-out pairs the
+        training tail is reported (status ``train_only``).
+    loop : the step budget, batch and block sizes, evaluation and early-stopping rule, seed, step-0
+        candidate and training noise (:class:`LoopSettings`).
+    progress : print every held-out evaluation to stderr.
+    """
+    gen = torch.Generator(device=data.x_train.device).manual_seed(loop.seed)
+    buf = torch.full((loop.steps,), float("nan"), device=data.x_train.device)
+    state = _LoopState()
+    if data.n_test and loop.start_is_candidate:
+        v0, se0 = held_out_value(net, head, data.x_test, data.y_test, seed=None)
+        state.held.append((0, v0, se0))
         if math.isfinite(v0):
-            best = (v0, se0, 0, copy.deepcopy(net.state_dict()))
-    for step in range(1, steps + 1):
-        idx = torch.randint(0, n_train, (batch,), generator=gen, device=dev)
-        xb, yb = x_tr[idx].view(-1, block, x_tr.shape[1]), y_tr[idx].view(-1, block, y_tr.shape[1])
-        if noise:
-            xb = xb + noise * torch.randn(xb.shape, generator=gen, device=dev)
-            yb = yb + noise * torch.randn(yb.shape, generator=gen, device=dev)
+            state.best = (v0, se0, 0, copy.deepcopy(net.state_dict()))
+    for step in range(1, loop.steps + 1):
+        state.step = step
+        xb, yb = _draw_batch(data, loop, gen)
         net.train()
         loss, value = _block_loss(head, net.block_scores(xb, yb))
         buf[step - 1] = value
         if not torch.isfinite(loss):
-            diverged_at = step - 1
-            stop = "diverged"
+            state.diverged_at = step - 1
+            state.stop = "diverged"
             break
         if optimizer is not None:
             optimizer.zero_grad(set_to_none=True)
             if loss.requires_grad:
                 loss.backward()
             optimizer.step()
-        if n_test and (step % eval_every == 0 or step == steps):
-            v, se = held_out_value(net, head, x_te, y_te, seed=None)
-            held.append((step, v, se))
-            if progress:
-                print(f"step {step}: held-out {v:.4f} +- {se:.4f} nats", file=sys.stderr)
-            if math.isfinite(v) and v > best[0]:
-                best = (v, se, step, copy.deepcopy(net.state_dict()))
-                since_best = 0
-            else:
-                since_best += 1
-                if patience and since_best >= patience and step >= min_steps:
-                    stop = "patience"
-                    break
+        if data.n_test and (step % loop.eval_every == 0 or step == loop.steps):
+            if _evaluate(net, head, data, loop, state, progress):
+                state.stop = "patience"
+                break
+    return _outcome(net, head, data, loop, buf, state)
+
+
+def _draw_batch(data: HeldOutData, loop: LoopSettings, gen: torch.Generator):
+    """A seeded minibatch of ``loop.batch`` training pairs, shaped (blocks, ``loop.block``, dim), with
+    the training noise added."""
+    dev = data.x_train.device
+    idx = torch.randint(0, data.n_train, (loop.batch,), generator=gen, device=dev)
+    xb = data.x_train[idx].view(-1, loop.block, data.x_train.shape[1])
+    yb = data.y_train[idx].view(-1, loop.block, data.y_train.shape[1])
+    if loop.noise:
+        xb = xb + loop.noise * torch.randn(xb.shape, generator=gen, device=dev)
+        yb = yb + loop.noise * torch.randn(yb.shape, generator=gen, device=dev)
+    return xb, yb
+
+
+def _evaluate(net, head, data: HeldOutData, loop: LoopSettings, state: _LoopState, progress: bool) -> bool:
+    """One held-out evaluation at ``state.step``: record it and keep a new best checkpoint.  True when
+    ``loop.patience`` evaluations in a row brought no new best and ``loop.min_steps`` are done."""
+    v, se = held_out_value(net, head, data.x_test, data.y_test, seed=None)
+    state.held.append((state.step, v, se))
+    if progress:
+        print(f"step {state.step}: held-out {v:.4f} +- {se:.4f} nats", file=sys.stderr)
+    if math.isfinite(v) and v > state.best[0]:
+        state.best = (v, se, state.step, copy.deepcopy(net.state_dict()))
+        state.since_best = 0
+        return False
+    state.since_best += 1
+    return bool(loop.patience and state.since_best >= loop.patience and state.step >= loop.min_steps)
+
+
+def _outcome(net, head, data: HeldOutData, loop: LoopSettings, buf: torch.Tensor, state: _LoopState) -> TrainingOutcome:
+    """The training curve, the best checkpoint's final held-out readout (loaded into ``net``) and the status."""
+    step = state.step
+    curve = np.full(loop.steps, np.nan)
     curve[:step] = buf[:step].double().cpu().numpy()
+    diverged_at = state.diverged_at
     bad = np.flatnonzero(~np.isfinite(curve[:step]))
     if bad.size and diverged_at is None:
         diverged_at = int(bad[0])
     tail = curve[max(0, step - max(1, step // 10)):step]
     train_est = float(np.nanmean(tail)) if np.isfinite(tail).any() else float("nan")
 
-    if not n_test:
-        return TrainingOutcome(train_est, float("nan"), step, "train_only", curve, train_est, diverged_at, step, held)
+    if not data.n_test:
+        return TrainingOutcome(train_est, float("nan"), step, "train_only", curve, train_est, diverged_at, step,
+                               state.held)
+    best = state.best
     if best[3] is not None:
         net.load_state_dict(best[3])
         # final readout of the chosen checkpoint on reshuffled held-out blocks (different negatives
         # than the ones it was selected on, which damps the max-over-evaluations selection bias)
-        _, se = held_out_value(net, head, x_te, y_te, seed=seed + 1)
-        raw = full_matrix_value(net, head, x_te, y_te)
+        _, se = held_out_value(net, head, data.x_test, data.y_test, seed=loop.seed + 1)
+        raw = full_matrix_value(net, head, data.x_test, data.y_test)
         best_step = best[2]
     else:
         raw, se, best_step = float("nan"), float("nan"), 0
-    status = _status(held, best, stop, diverged_at, raw, se)
-    return TrainingOutcome(raw, se, best_step, status, curve, train_est, diverged_at, step, held)
+    status = _status(state.held, best, state.stop, diverged_at, raw, se)
+    return TrainingOutcome(raw, se, best_step, status, curve, train_est, diverged_at, step, state.held)
 
 
 def _status(held, best, stop, diverged_at, raw, se) -> str:

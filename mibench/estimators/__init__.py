@@ -3,8 +3,8 @@ alpha-InfoNCE in :mod:`.fdime`), classical black-box estimators (:mod:`.classica
 ones (:mod:`.generative`), their kinds as protocols (:mod:`.protocols`) and the registry
 (:mod:`.registry`).  Adding one is one small class and one ``ESTIMATORS.add`` call.
 """
-from .heads import BoundEstimator, Estimator, JSTrainedEstimator, MINEEstimator, TUBAEstimator
-from .registry import (
+from mibench.estimators.heads import BoundEstimator, Estimator, JSTrainedEstimator, MINEEstimator, TUBAEstimator
+from mibench.estimators.registry import (
     ESTIMATORS,
     PAPER_ESTIMATORS,
     estimator_entry,

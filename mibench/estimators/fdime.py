@@ -18,8 +18,8 @@ import math
 import torch
 from torch import nn
 
-from .bounds import FDIME_VARIANTS, alpha_infonce_bound, fdime_estimate, fdime_objective
-from .heads import Estimator
+from mibench.estimators.bounds import FDIME_VARIANTS, alpha_infonce_bound, fdime_estimate, fdime_objective
+from mibench.estimators.heads import Estimator
 
 
 class FDIMEEstimator(Estimator):

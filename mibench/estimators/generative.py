@@ -28,21 +28,23 @@ from I(X;Y) only by what noise of 1% of a standard deviation hides.  Then (``mar
 empirical CDF and the normal quantile (:func:`_gaussianise`): strictly increasing per coordinate,
 so MI is unchanged, and the two flows' excess entropies no longer differ by how badly each fits
 heavy-tailed margins (measured, Y -> Y^3, d = 1, rho 0.7, n 3000: 0.86 nats for a truth of 0.34
-with z-scoring only).  Training: Adam, minibatches,
-the best state of each flow on a validation part of the training split is kept (early stopping);
-the estimate is on the held-out test split (``test_fraction``).  Everything is batched torch on
-the device picked by :func:`pick_device` (CUDA when available).
+with z-scoring only).  Training (:class:`GenerativeTraining`, the settings a generative estimator
+trains and splits by): Adam, minibatches, the best state of each flow on a validation part of the
+training split is kept (early stopping); the estimate is on the held-out test split
+(``test_fraction``).  Everything is batched torch on the device picked by :func:`pick_device`
+(CUDA when available).
 """
 from __future__ import annotations
 
 import copy
 import math
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import torch
 from torch import nn
 
-from ..errors import MibenchError
+from mibench.errors import MibenchError
 
 LOG_2PI = math.log(2 * math.pi)
 
@@ -165,8 +167,54 @@ def _standardise(train: np.ndarray, *others: np.ndarray):
     return keep, [(a - mean) / sd for a in (train, *others)]
 
 
+@dataclass(frozen=True)
+class GenerativeTraining:
+    """How a generative (density-model) estimator trains and splits its data.
+
+    Parameters
+    ----------
+    steps : Adam steps (each one minibatch).
+    batch_size : pairs per minibatch (at most the training pairs).
+    lr : Adam's learning rate.
+    test_fraction : share of the pairs held out for the estimate.
+    val_fraction : share of the remaining pairs held back to choose the best state (early stopping).
+    eval_every : steps between validation evaluations (and the last step).
+    device : ``auto`` (CUDA when available, :func:`pick_device`), ``cpu``, ``cuda[:N]``, ...
+    """
+
+    steps: int = 2000
+    batch_size: int = 256
+    lr: float = 1e-3
+    test_fraction: float = 0.2
+    val_fraction: float = 0.1
+    eval_every: int = 100
+    device: str = "auto"
+
+
+@dataclass(frozen=True, eq=False)
+class _Split:
+    """The standardised (and gaussianised) training, validation and test arrays of one estimate."""
+
+    x_train: np.ndarray
+    x_val: np.ndarray
+    x_test: np.ndarray
+    y_train: np.ndarray
+    y_val: np.ndarray
+    y_test: np.ndarray
+
+
 class DoEFlow:
     """Difference-of-entropies estimator with two normalising flows (module docstring).
+
+    Parameters
+    ----------
+    layers, hidden, context : flow layers, MLP width and x-embedding size of each flow.
+    jitter : standard deviation of the noise added to the standardised y (module docstring).
+    marginals : ``"gaussianise"`` (default) or ``"standardise"`` (module docstring).
+    training : steps, batch size, learning rate, split fractions, evaluation interval and device
+        (:class:`GenerativeTraining`; default ``GenerativeTraining()``).
+    **training_options : any :class:`GenerativeTraining` field (``steps``, ``batch_size``, ``lr``,
+        ``test_fraction``, ``val_fraction``, ``eval_every``, ``device``), replacing that of ``training``.
 
     ``n_parameters``: parameters of both flows for the last data shape estimated (0 before the
     first call; :meth:`count_parameters` gives it for any shape)."""
@@ -174,16 +222,17 @@ class DoEFlow:
     kind = "generative"
     name = "doe-flow"
 
-    def __init__(self, layers: int = 4, hidden: int = 128, context: int = 64, steps: int = 2000,
-                 batch_size: int = 256, lr: float = 1e-3, test_fraction: float = 0.2, val_fraction: float = 0.1,
-                 eval_every: int = 100, jitter: float = 0.01, marginals: str = "gaussianise", device: str = "auto"):
+    def __init__(self, layers: int = 4, hidden: int = 128, context: int = 64, jitter: float = 0.01,
+                 marginals: str = "gaussianise", training: GenerativeTraining | None = None, **training_options):
         if marginals not in ("gaussianise", "standardise"):
             raise MibenchError(f"doe-flow marginals must be 'gaussianise' or 'standardise', got {marginals!r}")
+        unknown = sorted(set(training_options) - {f.name for f in fields(GenerativeTraining)})
+        if unknown:
+            raise TypeError(f"DoEFlow() got an unexpected keyword argument {unknown[0]!r}")
         self.marginals = marginals
         self.layers, self.hidden, self.context = layers, hidden, context
-        self.steps, self.batch_size, self.lr = steps, batch_size, lr
-        self.test_fraction, self.val_fraction, self.eval_every = test_fraction, val_fraction, eval_every
-        self.jitter, self.device = jitter, device
+        self.training = replace(training or GenerativeTraining(), **training_options)
+        self.jitter = jitter
         self.n_parameters = 0
         self.last = {}
 
@@ -203,8 +252,8 @@ class DoEFlow:
             raise MibenchError(f"x and y must have the same number of rows, got {n} and {y.shape[0]}")
         if not (np.isfinite(x).all() and np.isfinite(y).all()):
             raise MibenchError("doe-flow: x or y contains NaN or infinite values")
-        n_test = int(round(self.test_fraction * n))
-        n_val = int(round(self.val_fraction * (n - n_test)))
+        n_test = int(round(self.training.test_fraction * n))
+        n_val = int(round(self.training.val_fraction * (n - n_test)))
         n_train = n - n_test - n_val
         if n_test < 2 or n_val < 2 or n_train < 4:
             raise MibenchError(f"doe-flow needs more samples to split into train/validation/test, got {n}")
@@ -222,42 +271,47 @@ class DoEFlow:
             xtr, xva, xte = _gaussianise(xtr + 1e-9 * noise(xtr.shape), xva, xte)
             ytr, yva, yte = _gaussianise(ytr, yva, yte)
 
-        device = pick_device(self.device)
+        device = pick_device(self.training.device)
         threads = torch.get_num_threads()
         if device.type == "cpu":
             # batch-256 GEMMs of width 128 gain nothing from intra-op threads; on a busy CPU the
             # threads' spin-waits made training ~10x slower (measured: 0.35 s vs 0.03 s per step)
             torch.set_num_threads(1)
         try:
-            return self._fit(x, xtr, xva, xte, ytr, yva, yte, n_train, n_val, n_test, device, seed)
+            return self._fit(_Split(xtr, xva, xte, ytr, yva, yte), device, seed)
         finally:
             torch.set_num_threads(threads)
 
-    def _fit(self, x, xtr, xva, xte, ytr, yva, yte, n_train, n_val, n_test, device, seed) -> float:
+    def _fit(self, split: _Split, device: torch.device, seed: int) -> float:
+        """Train both flows on ``split`` (best validation state of each kept) and return the test
+        estimate of H(Y) - H(Y|X) in nats; details in ``self.last``."""
         dt = torch.float32
         T = lambda a: torch.as_tensor(a, dtype=dt, device=device)   # noqa: E731
-        xtr, xva, xte, ytr, yva, yte = map(T, (xtr, xva, xte, ytr, yva, yte))
+        xtr, xva, xte, ytr, yva, yte = map(T, (split.x_train, split.x_val, split.x_test,
+                                               split.y_train, split.y_val, split.y_test))
+        n_train, n_val, n_test = xtr.shape[0], xva.shape[0], xte.shape[0]
+        train = self.training
         with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
             torch.manual_seed(seed)
             marginal, conditional = (m.to(device) for m in self._models(xtr.shape[1], ytr.shape[1]))
         self.n_parameters = sum(p.numel() for m in (marginal, conditional) for p in m.parameters())
-        opt = torch.optim.Adam([*marginal.parameters(), *conditional.parameters()], lr=self.lr)
+        opt = torch.optim.Adam([*marginal.parameters(), *conditional.parameters()], lr=train.lr)
         gen = torch.Generator(device=device).manual_seed(seed)
-        batch = min(self.batch_size, n_train)
+        batch = min(train.batch_size, n_train)
         best = {"m": (math.inf, None, 0), "c": (math.inf, None, 0)}
 
         def val_nll(model, cond):
             with torch.no_grad():
                 return float(-model.log_prob(yva, xva if cond else None).mean())
 
-        for step in range(1, self.steps + 1):
+        for step in range(1, train.steps + 1):
             idx = torch.randint(0, n_train, (batch,), generator=gen, device=device)
             yb, xb = ytr[idx], xtr[idx]
             loss = -(marginal.log_prob(yb).mean() + conditional.log_prob(yb, xb).mean())
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            if step % self.eval_every == 0 or step == self.steps:
+            if step % train.eval_every == 0 or step == train.steps:
                 for key, model, cond in (("m", marginal, False), ("c", conditional, True)):
                     v = val_nll(model, cond)
                     if math.isfinite(v) and v < best[key][0]:

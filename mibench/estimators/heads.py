@@ -8,7 +8,7 @@ import math
 import torch
 from torch import nn
 
-from .bounds import dv_bound, js_fgan_objective, logmeanexp_offdiag, mean_diag, tuba_bound
+from mibench.estimators.bounds import dv_bound, js_fgan_objective, logmeanexp_offdiag, mean_diag, tuba_bound
 
 
 class Estimator(nn.Module):
@@ -26,6 +26,8 @@ class Estimator(nn.Module):
     trains its own critic.
     """
 
+    #: what it is (:mod:`mibench.estimators.kinds`): a head on the critic's score matrix
+    kind = "critic"
     training_objective: str | None = None
     #: stateless heads whose bound reduces over the last two dimensions: a (G, B, B) stack of score
     #: matrices is evaluated in one call (:mod:`mibench.estimation.training` relies on it)

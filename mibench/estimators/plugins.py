@@ -1,140 +1,110 @@
-"""Estimators that are not built in, found by name: ``package.module:Name`` (imported), and the
-``mibench.estimators`` entry-point group of installed packages (:mod:`importlib.metadata`, read on
-the first unknown name, not on import).  :class:`PluginRegistry`, the class of
-:data:`mibench.estimators.ESTIMATORS`, does the look-up; errors are one line."""
+"""Estimators registered at run time: :func:`register_estimator` (Python API, notebooks).  In-process
+registrations reach sweep and estimate workers (:func:`registrations` / :func:`install_registrations`,
+sent by :mod:`mibench.protocols.workers`).  The other two plug-in routes -- ``package.module:Name`` and the
+``mibench.estimators`` entry-point group -- are resolved by name in
+:mod:`mibench.estimators.lookup`; :func:`installed_plugins` lists the installed ones (``mibench list``).
+"""
 from __future__ import annotations
 
-import importlib
-import re
-from functools import lru_cache
+from mibench.errors import MibenchError
+from mibench.estimators.lookup import ENTRY_POINT_GROUP, entry_for, entry_points_installed, load_entry_point
+from mibench.estimators.registry import ESTIMATORS
 
-from ..errors import MibenchError
-from ..registry import Entry, Registry
-from .protocols import factory_for, kind_of
-
-ENTRY_POINT_GROUP = "mibench.estimators"
-
-_SPEC = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
-
-def is_module_spec(text: str) -> bool:
-    return _SPEC.fullmatch(str(text).strip()) is not None
+#: estimators added by register_estimator in this process: name -> (description, obj)
+_REGISTERED: dict[str, tuple[str, object]] = {}
 
 
-def load_object(spec: str):
-    """Import ``package.module:Name`` and return the object (one-line errors)."""
-    m = _SPEC.fullmatch(str(spec).strip())
-    if m is None:
-        raise MibenchError(f"plug-in {spec!r} is not of the form package.module:Name")
-    module_name, attr_path = m.group(1), m.group(2)
+def _source(ep) -> str:
+    """``distribution version`` of the package that declares an entry point."""
+    dist = getattr(ep, "dist", None)
     try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        missing = e.name or module_name
-        raise MibenchError(f"plug-in {spec!r}: module {missing!r} not found (is it installed or on PYTHONPATH?)") from None
-    except MibenchError:
-        raise
-    except Exception as e:  # the plug-in's own import failed
-        raise MibenchError(f"plug-in {spec!r}: importing {module_name!r} failed: {type(e).__name__}: {e}") from None
-    obj = module
-    for part in attr_path.split("."):
-        if not hasattr(obj, part):
-            raise MibenchError(f"plug-in {spec!r}: module {module_name!r} has no attribute {attr_path!r}")
-        obj = getattr(obj, part)
-    return obj
+        return f"{dist.name} {dist.version}" if dist is not None else "unknown package"
+    except Exception:  # unreadable metadata
+        return "unknown package"
 
 
-def _describe(obj, fallback: str) -> str:
-    doc = (getattr(obj, "__doc__", None) or "").strip().splitlines()
-    return doc[0] if doc and doc[0] else fallback
+def _builtin(name: str) -> bool:
+    """``name`` is a built-in estimator's name, alias or family member (not one registered here)."""
+    return (ESTIMATORS.is_alias(name) or ESTIMATORS.matches_pattern(name)
+            or (ESTIMATORS.has_entry(name) and name.strip().lower() not in {k.lower() for k in _REGISTERED}))
 
 
-def entry_for(name: str, obj, description: str | None, origin: str) -> Entry:
-    """A registry entry for a plug-in object: its factory, with the kind and description in the
-    entry's one line (a constructor that fails, or an object that is not an estimator: one line)."""
-    factory = factory_for(obj, name)
-    try:
-        kind = kind_of(factory())
-    except MibenchError:
-        raise
-    except Exception as e:  # the plug-in's constructor failed
-        raise MibenchError(f"plug-in {name!r} could not be built: {type(e).__name__}: {e}") from None
-    desc = description or _describe(obj, "plug-in estimator")
-    return Entry(name, f"{kind} plug-in ({origin}): {desc}", factory)
-
-
-@lru_cache(maxsize=None)
-def module_entry(spec: str) -> Entry:
-    """Registry entry for ``package.module:Name`` (cached per process)."""
-    spec = str(spec).strip()
-    return entry_for(spec, load_object(spec), None, spec)
-
-
-def entry_points_installed():
-    from importlib.metadata import entry_points
-
-    try:
-        return list(entry_points(group=ENTRY_POINT_GROUP))
-    except Exception:  # a broken distribution's metadata must not break mibench
-        return []
-
-
-def entry_point_names() -> list[str]:
-    return sorted({ep.name for ep in entry_points_installed()})
-
-
-_EP_CACHE: dict[str, Entry] = {}
-
-
-def load_entry_point(ep) -> Entry:
-    """Import one entry point and build its registry entry (one-line errors)."""
-    try:
-        obj = ep.load()
-    except ModuleNotFoundError as e:
-        raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}): module {e.name!r} not found") from None
-    except AttributeError as e:
-        raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}): {e}") from None
-    except Exception as e:
-        raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}) failed to load: "
-                           f"{type(e).__name__}: {e}") from None
-    return entry_for(ep.name, obj, None, f"entry point {ep.value}")
-
-
-def _entry_point_entry_cached(name: str) -> Entry | None:
-    """Entry points are re-read on every miss (a package installed meanwhile is found); a found
-    entry is cached for the process."""
-    if name.lower() in _EP_CACHE:
-        return _EP_CACHE[name.lower()]
-    for ep in entry_points_installed():
-        if ep.name.lower() == name.lower():
-            entry = load_entry_point(ep)
-            _EP_CACHE[name.lower()] = entry
-            return entry
-    return None
-
-
-def entry_point_entry(name: str) -> Entry | None:
-    """Registry entry for an installed ``mibench.estimators`` entry point named ``name``, or None."""
-    return _entry_point_entry_cached(str(name).strip())
-
-
-class PluginRegistry(Registry):
-    """``Registry`` that also resolves ``package.module:Name`` specs and ``mibench.estimators``
-    entry points (loaded lazily, see :mod:`mibench.plugins`)."""
-
-    def get(self, name: str) -> Entry:
+def installed_plugins() -> list[dict]:
+    """The installed ``mibench.estimators`` entry points, each loaded: one dict per entry point
+    with ``name``, ``value`` (``module:attr``), ``source`` (distribution and version), ``kind``
+    (``critic`` / ``black-box`` / ``generative``; None when it failed to load), ``error`` (one line,
+    or None) and ``shadowed`` (a built-in estimator has the same name, so ``--estimator NAME`` runs
+    the built-in: run the plug-in by its ``value``).  One that fails to load does not stop the rest."""
+    rows = []
+    for ep in sorted(entry_points_installed(), key=lambda e: (e.name.lower(), e.value)):
+        row = {"name": ep.name, "value": ep.value, "source": _source(ep), "kind": None, "error": None,
+               "shadowed": _builtin(ep.name)}
         try:
-            return super().get(name)
-        except MibenchError as unknown:
-            text = str(name).strip()
-            if is_module_spec(text):
-                return module_entry(text)
-            entry = entry_point_entry(text)
-            if entry is not None:
-                return entry
-            names = entry_point_names()
-            if names:
-                raise MibenchError(f"{unknown} (plug-ins installed: {', '.join(names)})") from None
-            raise
+            row["kind"] = load_entry_point(ep).obj.kind
+        except (Exception, SystemExit) as e:   # a broken plug-in is one line, never the end of the list
+            msg = str(e) if isinstance(e, MibenchError) else f"{type(e).__name__}: {e}"
+            row["error"] = " ".join(msg.split()) or type(e).__name__
+        rows.append(row)
+    return rows
 
-    def names(self) -> list[str]:
-        return super().names()
+
+def plugin_lines() -> list[str]:
+    """``mibench list``'s plug-ins section (lines)."""
+    rows = installed_plugins()
+    lines = [f"plug-ins (installed packages, entry-point group {ENTRY_POINT_GROUP}):"]
+    if not rows:
+        return lines + [f"  none installed (a package declares one under [project.entry-points.\"{ENTRY_POINT_GROUP}\"])"]
+    width = max(12, *(len(r["name"]) for r in rows))
+    for r in rows:
+        where = f"from {r['source']} ({r['value']})"
+        if r["error"]:
+            lines.append(f"  {r['name']:<{width}} failed to load: {r['error']} [{where}]")
+            continue
+        note = f"; shadowed by the built-in {r['name']!r}: run it as --estimator {r['value']}" if r["shadowed"] else ""
+        lines.append(f"  {r['name']:<{width}} {r['kind']:<10} {where}{note}")
+    return lines
+
+
+def register_estimator(name: str, obj, description: str | None = None, *, replace: bool = False) -> str:
+    """Register an estimator under ``name`` for this process (and the sweep workers it starts).
+
+    ``obj``: a sample estimator class or object (``kind``, ``estimate(x, y, *, seed=0) -> nats``,
+    ``n_parameters``), a function ``f(x, y) -> nats``, a zero-argument factory, or a critic-head
+    class (:class:`mibench.estimators.Estimator` subclass).  Returns the registered name.
+
+    ``name`` must not be a built-in estimator, alias or family member (``cca``, ``smile-3``): a
+    one-line error says so (qualify it: ``my_pkg.CCA``).  A name registered earlier in this process
+    is replaced (re-running a notebook cell); ``replace`` is accepted for compatibility.
+    """
+    name = str(name).strip()
+    if not name or "," in name:
+        raise MibenchError(f"estimator name {name!r} must be non-empty and contain no comma")
+    entry = entry_for(name, obj, description, "register_estimator")
+    key = name.lower()
+    if ESTIMATORS.is_alias(name):
+        raise MibenchError(f"{name!r} is an alias of a built-in estimator; choose another name "
+                           f"(e.g. a qualified one: 'my_pkg.{name}')")
+    family = ESTIMATORS.matches_pattern(name)
+    if family is not None:
+        raise MibenchError(f"{name!r} is a built-in estimator ({family}); choose another name "
+                           f"(e.g. a qualified one: 'my_pkg.{name}')")
+    if ESTIMATORS.has_entry(name):
+        # a built-in is never replaced; a name registered here before is (a notebook cell run twice)
+        if key not in {k.lower() for k in _REGISTERED}:
+            raise MibenchError(f"{name!r} is a built-in estimator; choose another name (e.g. 'my_pkg.{name}')")
+        for k in [k for k in _REGISTERED if k.lower() == key]:
+            del _REGISTERED[k]
+    ESTIMATORS.replace(name, entry.description, entry.obj)
+    _REGISTERED[name] = (description, obj)
+    return name
+
+
+def registrations() -> dict:
+    """This process's :func:`register_estimator` calls, to re-play in a worker process."""
+    return dict(_REGISTERED)
+
+
+def install_registrations(regs: dict | None) -> None:
+    """Re-play registrations in a worker (idempotent)."""
+    for name, (description, obj) in (regs or {}).items():
+        register_estimator(name, obj, description, replace=True)

@@ -1,17 +1,19 @@
 """The estimator registry ``ESTIMATORS``: every built-in estimator by name, with the families of
 names (``smile-<tau>``, ``alpha-infonce-<alpha>``, ``ksg-<k>``, ``histogram-<bins>``), plug-ins found
-by ``package.module:Name`` or entry point (:class:`~mibench.estimators.plugins.PluginRegistry`),
+by ``package.module:Name`` or entry point (:class:`~mibench.estimators.lookup.PluginRegistry`),
 and the look-ups built on it (canonical names, kinds, the critics the streaming protocol trains)."""
 from __future__ import annotations
 
 import math
 
-from ..errors import MibenchError
-from ..registry import Entry
-from .bounds import dv_bound, infonce_bound, js_estimate, js_paper_estimate, nwj_bound, smile_adaptive_bound, smile_bound
-from .heads import BoundEstimator, Estimator, JSTrainedEstimator, MINEEstimator, TUBAEstimator
-from .plugins import PluginRegistry
-from .protocols import SAMPLE_KINDS, kind_of
+from mibench.errors import MibenchError
+from mibench.utils.registry import Entry
+from mibench.estimators.bounds import dv_bound, infonce_bound, js_estimate, js_paper_estimate, nwj_bound, smile_adaptive_bound, smile_bound
+from functools import partial
+
+from mibench.estimators.heads import BoundEstimator, Estimator, JSTrainedEstimator, MINEEstimator, TUBAEstimator
+from mibench.estimators.kinds import SAMPLE_KINDS, ClassFactory
+from mibench.estimators.lookup import PluginRegistry
 
 ESTIMATORS: PluginRegistry = PluginRegistry("estimator")
 
@@ -20,19 +22,19 @@ def _log_k(k: int) -> float:
     return math.log(k)
 
 
-ESTIMATORS.add("nwj", "NWJ / f-GAN KL / MINE-f bound, a(y) = e (trained and reported)", lambda: BoundEstimator(nwj_bound))
-ESTIMATORS.add("js", "trained with the Jensen-Shannon f-GAN objective, reported with NWJ on f + 1", lambda: JSTrainedEstimator(js_estimate))
+ESTIMATORS.add("nwj", "NWJ / f-GAN KL / MINE-f bound, a(y) = e (trained and reported)", ClassFactory(BoundEstimator, (nwj_bound,)))
+ESTIMATORS.add("js", "trained with the Jensen-Shannon f-GAN objective, reported with NWJ on f + 1", ClassFactory(JSTrainedEstimator, (js_estimate,)))
 ESTIMATORS.add("js-paper", "the paper's JS readout (authors' code): the JS-trained critic (shared with js) reported "
-               "with NWJ on f, 1/e nats = 0.53 bits below js at the optimum", lambda: JSTrainedEstimator(js_paper_estimate))
-ESTIMATORS.add("infonce", "InfoNCE / CPC contrastive bound; cannot exceed log K (batch size)", lambda: BoundEstimator(infonce_bound, ceiling=_log_k), aliases=("nce", "cpc"))
-ESTIMATORS.add("dv", "Donsker-Varadhan bound (trained and reported)", lambda: BoundEstimator(dv_bound))
-ESTIMATORS.add("mine", "DV value; gradient de-biased with an EMA (0.9) of the partition term", lambda: MINEEstimator())
+               "with NWJ on f, 1/e nats = 0.53 bits below js at the optimum", ClassFactory(JSTrainedEstimator, (js_paper_estimate,)))
+ESTIMATORS.add("infonce", "InfoNCE / CPC contrastive bound; cannot exceed log K (batch size)", ClassFactory(BoundEstimator, (infonce_bound, _log_k)), aliases=("nce", "cpc"))
+ESTIMATORS.add("dv", "Donsker-Varadhan bound (trained and reported)", ClassFactory(BoundEstimator, (dv_bound,)))
+ESTIMATORS.add("mine", "DV value; gradient de-biased with an EMA (0.9) of the partition term", ClassFactory(MINEEstimator))
 ESTIMATORS.add("smile-5", "SMILE (alias smile), tau = 5: JS-trained critic, DV with partition term clipped to [-5, 5]",
-               lambda: JSTrainedEstimator(lambda s: smile_bound(s, 5.0)), aliases=("smile",))
+               ClassFactory(JSTrainedEstimator, (partial(smile_bound, clip=5.0),)), aliases=("smile",))
 ESTIMATORS.add("smile-adaptive", "SMILE with tau = max(5, the 99.5th percentile of the joint-pair scores): JS-trained critic, DV with "
                "partition scores capped there (bias <= ~0.005 nats instead of growing with the MI)",
-               lambda: JSTrainedEstimator(smile_adaptive_bound))
-ESTIMATORS.add("tuba", "TUBA bound with a learned constant baseline", lambda: TUBAEstimator())
+               ClassFactory(JSTrainedEstimator, (smile_adaptive_bound,)))
+ESTIMATORS.add("tuba", "TUBA bound with a learned constant baseline", ClassFactory(TUBAEstimator))
 
 
 def _smile_factory(match) -> Entry:
@@ -45,7 +47,7 @@ def _smile_factory(match) -> Entry:
             raise MibenchError(f"SMILE clip tau must be > 0, got {tau_text!r}")
         name = f"smile-{tau:g}"
     desc = f"SMILE with clip tau = {tau_text}"
-    return Entry(name, desc, lambda: JSTrainedEstimator(lambda s: smile_bound(s, tau)))
+    return Entry(name, desc, ClassFactory(JSTrainedEstimator, (partial(smile_bound, clip=tau),)))
 
 
 ESTIMATORS.add_pattern(r"smile-(inf|infinity|[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)", "smile-<tau> (e.g. smile-1, smile-5, smile-inf)", _smile_factory)
@@ -75,8 +77,10 @@ def make_estimator(name: str) -> Estimator:
 
 
 def training_key(name: str) -> str:
-    """What a critic trained for estimator ``name`` is trained by: its shared objective, or its name."""
-    return make_estimator(name).training_objective or ESTIMATORS.get(name).name
+    """What a critic trained for estimator ``name`` is trained by: its shared objective (declared on
+    its class), or its name."""
+    entry = ESTIMATORS.get(name)
+    return entry.obj.training_objective or entry.name
 
 
 def training_groups(names: list[str]) -> dict[str, list[int]]:
@@ -90,13 +94,8 @@ def training_groups(names: list[str]) -> dict[str, list[int]]:
 
 # --- f-DIME and alpha-InfoNCE: score-matrix heads in .fdime, bounds in .bounds -------------------------
 
-def _fdime(variant: str):
-    def factory():
-        from .fdime import FDIMEEstimator
-
-        return FDIMEEstimator(variant)
-
-    return factory
+def _fdime(variant: str) -> ClassFactory:
+    return ClassFactory("mibench.estimators.fdime:FDIMEEstimator", (variant,))
 
 
 ESTIMATORS.add("f-dime-kl", "f-DIME, KL divergence, derangement training (Letizia et al. 2024); readout E_p[log D]",
@@ -112,11 +111,7 @@ def _alpha_infonce_entry(text: str) -> Entry:
     if not 0.0 < alpha < 1.0:
         raise MibenchError(f"alpha-InfoNCE needs 0 < alpha < 1, got {text!r} (alpha 1 is infonce, 0 is tuba/nwj)")
 
-    def factory():
-        from .fdime import AlphaInfoNCEEstimator
-
-        return AlphaInfoNCEEstimator(alpha)
-
+    factory = ClassFactory("mibench.estimators.fdime:AlphaInfoNCEEstimator", (alpha,))
     return Entry(f"alpha-infonce-{alpha:g}", f"alpha-InfoNCE (Poole et al. 2019 §2.5), alpha = {alpha:g}", factory)
 
 
@@ -129,13 +124,8 @@ ESTIMATORS.add("alpha-infonce-0.5", "alpha-InfoNCE (alias alpha-infonce): Poole 
 
 # --- classical black-box estimators: mibench.estimators.classical -------------------------------------
 
-def _baseline(cls_name: str, *args):
-    def factory():
-        from .classical import SAMPLE_ESTIMATORS
-
-        return SAMPLE_ESTIMATORS[cls_name](*args)
-
-    return factory
+def _baseline(cls_name: str, *args) -> ClassFactory:
+    return ClassFactory(f"mibench.estimators.classical:{cls_name}", args)
 
 
 def _int_param(text: str, what: str, least: int) -> int:
@@ -161,14 +151,9 @@ ESTIMATORS.add_pattern(r"histogram-([0-9]+)", "histogram-<bins>",
 
 # --- generative: mibench.estimators.generative --------------------------------------------------------
 
-def _doe_flow():
-    from .generative import DoEFlow
-
-    return DoEFlow()
-
-
 ESTIMATORS.add("doe-flow", "generative: difference of entropies H(Y) - H(Y|X) with two normalising flows "
-               "(McAllester & Stratos 2020; RealNVP), held-out (sample protocol)", _doe_flow)
+               "(McAllester & Stratos 2020; RealNVP), held-out (sample protocol)",
+               ClassFactory("mibench.estimators.generative:DoEFlow"))
 
 
 def estimator_entry(name) -> Entry:
@@ -176,21 +161,17 @@ def estimator_entry(name) -> Entry:
 
 
 def estimator_kind(name: str) -> str:
-    """Kind of a registered (or ``module:Name`` / entry-point) estimator name."""
-    return kind_of(estimator_entry(name).obj())
-
-
-def is_sample_based(name: str) -> bool:
-    return estimator_kind(name) in SAMPLE_KINDS
+    """Kind of a registered (or ``module:Name`` / entry-point) estimator name, as its class declares it."""
+    return estimator_entry(name).obj.kind
 
 
 def make_sample_estimator(name: str):
     """A fresh sample-based estimator object for ``name`` (refused in one line if it is a critic head)."""
-    obj = estimator_entry(name).obj()
-    if kind_of(obj) not in SAMPLE_KINDS:
+    entry = estimator_entry(name)
+    if entry.obj.kind not in SAMPLE_KINDS:
         raise MibenchError(f"estimator {name!r} is a critic bound; under the sample protocol it runs through "
                            "mibench.estimate")
-    return obj
+    return entry.obj()
 
 
 def require_streamable(names) -> None:

@@ -6,8 +6,8 @@ its config.json.  Everything above the records layer that handles runs of either
 """
 from __future__ import annotations
 
-from ..errors import MibenchError, UnreadableInput
-from ..registry import Registry
+from mibench.errors import MibenchError, UnreadableInput
+from mibench.utils.registry import Registry
 
 PROTOCOLS: Registry = Registry("protocol")
 #: the protocol of run directories written before config.json named one
@@ -15,13 +15,13 @@ LEGACY_PROTOCOL = "stream"
 
 
 def _stream():
-    from .stream import StreamProtocol
+    from mibench.protocols.stream.protocol import StreamProtocol
 
     return StreamProtocol()
 
 
 def _sample():
-    from .sample import SampleProtocol
+    from mibench.protocols.sample.protocol import SampleProtocol
 
     return SampleProtocol()
 

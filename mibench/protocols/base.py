@@ -4,29 +4,52 @@
 Two protocols implement it (compare bmi's ``src/bmi/interface.py``, which keeps its interfaces in a
 module that imports nothing of the package):
 
-* ``stream`` (:mod:`mibench.protocols.stream`): the estimators' critics train on a fresh batch at
+* ``stream`` (:mod:`mibench.protocols.stream.protocol`): the estimators' critics train on a fresh batch at
   every step while the true MI follows a schedule; one estimate per step (the paper's protocol);
-* ``sample`` (:mod:`mibench.protocols.sample`): one fixed dataset of n pairs per true-MI level and
+* ``sample`` (:mod:`mibench.protocols.sample.protocol`): one fixed dataset of n pairs per true-MI level and
   seed, one number per estimator and dataset (the BMI benchmark's protocol).
+
+The interface is three small ones, one concern each, and each protocol implements them in a module
+of its own: :class:`ProtocolRunner` (configs and running: ``protocol.py``), :class:`ProtocolRecords`
+(reading its run directories: ``records.py``) and :class:`ProtocolCells` (a sweep's cells:
+``cells.py``).
 
 A run directory says which protocol wrote it (config.json ``protocol``; runs written before the
 field existed are ``stream``), and :func:`mibench.protocols.protocol_of` returns its protocol.
 """
 from __future__ import annotations
 
+import dataclasses
+import importlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 
-class RunProtocol:
-    """Base class of the protocols; each method documents its contract."""
+@dataclass
+class PreparedRun:
+    """A run checked and ready to start (:meth:`RunProtocol.prepare`): its resolved config, the torch
+    device and the built task; each protocol's subclass adds what it planned (the streaming
+    protocol's MI schedule, the sample protocol's estimator kinds)."""
+
+    config: Any
+    device: Any
+    task: Any
+
+    def config_dict(self) -> dict:
+        """The resolved config as config.json records it (what ``--out`` claims are compared by)."""
+        return dataclasses.asdict(self.config)
+
+
+class ProtocolRunner:
+    """Configs and running: how ``mibench run`` and a sweep cell make a run of this protocol."""
 
     #: the protocol's name in config.json and in the leaderboard's ``protocol`` column
     name: ClassVar[str]
-    #: the per-estimate file of its run directories
-    estimates_file: ClassVar[str]
-    #: the files a complete run's config.json records checksums for
-    record_files: ClassVar[tuple[str, ...]]
+    #: the module with its config (``config_from_dict``) and the one that runs it (``prepare``, ``run``);
+    #: imported when first needed, so that choosing a protocol loads neither
+    config_module: ClassVar[str]
+    run_module: ClassVar[str]
 
     # -- configs ---------------------------------------------------------------------------
     def claims(self, settings: dict) -> bool:
@@ -40,23 +63,21 @@ class RunProtocol:
 
     def config_from_dict(self, data: dict, where: str = "config") -> Any:
         """A config object from a dict (config.json's ``config``, a sweep cell); unknown fields and
-        values of the wrong type are one-line errors."""
-        raise NotImplementedError
+        values of the wrong type are one-line errors (the protocol's ``config_module``)."""
+        return importlib.import_module(self.config_module).config_from_dict(data, where)
 
-    def prepare(self, cfg) -> Any:
-        """Validate everything the run needs and build the task: ``(cfg resolved, device, task, ...)``;
-        a user mistake is one line, raised before any directory is written."""
-        raise NotImplementedError
-
-    def resolved_dict(self, prepared) -> dict:
-        """The resolved config of ``prepared`` as recorded in config.json (for ``--out`` claims)."""
-        raise NotImplementedError
+    def prepare(self, cfg) -> PreparedRun:
+        """Validate everything the run needs and build the task; a user mistake is one line,
+        raised before any directory is written (the protocol's ``run_module``)."""
+        return importlib.import_module(self.run_module).prepare(cfg)
 
     # -- running ---------------------------------------------------------------------------
-    def run(self, prepared, out_dir: Path | None, *, progress: bool = False, plot: bool = True,
+    def run(self, prepared: PreparedRun, out_dir, *, progress: bool = False, plot: bool = True,
             run_id: str | None = None, extra: dict | None = None, resume: bool = False) -> Any:
-        """Run (or, with ``resume``, continue) and write the run directory ``out_dir``."""
-        raise NotImplementedError
+        """Run (or, with ``resume``, continue) and write the run directory ``out_dir`` (a path, or
+        the :class:`~mibench.records.Claim` the caller made of it; None: nothing is written)."""
+        return importlib.import_module(self.run_module).run(prepared, out_dir, progress=progress, plot=plot,
+                                                            run_id=run_id, extra=extra, resume=resume)
 
     def failed_estimates(self, config: dict) -> list[str]:
         """One line per estimate that failed in a finished run (config.json)."""
@@ -70,9 +91,19 @@ class RunProtocol:
         """A readable directory name for the run (``results/runs/<name>``)."""
         raise NotImplementedError
 
-    # -- reading -----------------------------------------------------------------------------
+
+
+class ProtocolRecords:
+    """Reading what the protocol's runs recorded: the leaderboard's rows and Markdown, ``load_runs``'
+    frames, ``mibench plot``'s figures."""
+
+    #: the per-estimate file of its run directories
+    estimates_file: ClassVar[str]
+    #: the files a complete run's config.json records checksums for
+    record_files: ClassVar[tuple[str, ...]]
+
     def setup(self, config: dict) -> dict:
-        """The leaderboard's setup columns (:data:`mibench.leaderboard.SETUP_COLUMNS`) of a run."""
+        """The leaderboard's setup columns (:data:`mibench.analysis.leaderboard.SETUP_COLUMNS`) of a run."""
         raise NotImplementedError
 
     def seed_rows(self, record) -> list[dict]:
@@ -90,9 +121,13 @@ class RunProtocol:
         """``mibench plot RUN``: the run's figures (also for a run that did not finish)."""
         raise NotImplementedError
 
+    def plot_setup_seed(self, run_dirs, path: Path, label: str) -> Path | None:
+        """A sweep's figure of one setup and seed with all its estimators (None: nothing to draw)."""
+        raise NotImplementedError
+
     def metric_ci95(self, metric: str, values) -> float:
         """The half-width of the 95% interval of a leaderboard metric's mean over seeds."""
-        from ..metrics import t_halfwidth
+        from mibench.metrics import t_halfwidth
 
         return t_halfwidth(values)
 
@@ -118,7 +153,10 @@ class RunProtocol:
         heading at ``level``."""
         raise NotImplementedError
 
-    # -- sweeps ------------------------------------------------------------------------------
+
+class ProtocolCells:
+    """A sweep's cells of this protocol: their resolved configs, names and descriptions."""
+
     def expand(self, task: str, task_params: dict, estimators: list, axes: dict, scalars: dict,
                split) -> list[dict]:
         """The resolved configs of a sweep's cells for one task and parameter combination."""
@@ -131,3 +169,8 @@ class RunProtocol:
     def describe_cell(self, config: dict) -> str:
         """One line for ``mibench sweep --dry-run``."""
         raise NotImplementedError
+
+
+class RunProtocol(ProtocolRunner, ProtocolRecords, ProtocolCells):
+    """A run protocol: how its runs are made (:class:`ProtocolRunner`), read
+    (:class:`ProtocolRecords`) and laid out in a sweep (:class:`ProtocolCells`)."""

@@ -10,14 +10,15 @@
 This package imports nothing of mibench but :mod:`mibench.errors`; everything that reads or writes
 a run directory goes through it.
 """
-from .collect import Collection, RunRecord, collect
-from .formats import (
+from mibench.records.collect import Collection, RunRecord, collect
+from mibench.records.formats import (
     EstimatesLog,
     SAMPLE_ESTIMATE_COLUMNS,
     SAMPLE_OUTCOMES,
     SAMPLE_SUMMARY_EXTRA,
     STREAM_ESTIMATE_COLUMNS,
     SUMMARY_COLUMNS,
+    SUMMARY_METRICS,
     read_estimates,
     read_sample_estimates,
     read_summary,
@@ -25,12 +26,14 @@ from .formats import (
     write_sample_estimates,
     write_summary,
 )
-from .io import atomic_path, file_digest, read_csv_rows, read_json, write_bytes, write_json, write_rows, write_text
-from .manifest import SweepManifest, read_manifest
-from .run_dir import (
+from mibench.records.io import (atomic_path, file_digest, float_or_nan, read_csv_rows, read_json, slug, write_bytes,
+                                 write_json, write_rows, write_text)
+from mibench.records.manifest import SweepManifest, read_manifest
+from mibench.records.run_dir import (
     CONFIG,
     MANIFEST,
     Claim,
+    RunHeader,
     RunWriter,
     claim,
     config_diff,
@@ -46,9 +49,10 @@ from .run_dir import (
 
 __all__ = [
     "Collection", "RunRecord", "collect", "EstimatesLog", "SAMPLE_ESTIMATE_COLUMNS", "SAMPLE_OUTCOMES",
-    "SAMPLE_SUMMARY_EXTRA", "STREAM_ESTIMATE_COLUMNS", "SUMMARY_COLUMNS", "read_estimates", "read_sample_estimates",
-    "read_summary", "write_estimates", "write_sample_estimates", "write_summary", "atomic_path", "file_digest",
-    "read_csv_rows", "read_json", "write_bytes", "write_json", "write_rows", "write_text", "SweepManifest",
-    "read_manifest", "CONFIG", "MANIFEST", "Claim", "RunWriter", "claim", "config_diff", "find_run_dirs",
-    "fingerprint", "is_complete", "read_config", "run_status", "sweep_cells", "unique_dir", "verify_files",
+    "SAMPLE_SUMMARY_EXTRA", "STREAM_ESTIMATE_COLUMNS", "SUMMARY_COLUMNS", "SUMMARY_METRICS", "read_estimates",
+    "read_sample_estimates", "read_summary", "write_estimates", "write_sample_estimates", "write_summary",
+    "atomic_path", "file_digest", "float_or_nan", "read_csv_rows", "read_json", "slug", "write_bytes", "write_json",
+    "write_rows", "write_text", "SweepManifest", "read_manifest", "CONFIG", "MANIFEST", "Claim", "RunHeader",
+    "RunWriter", "claim", "config_diff", "find_run_dirs", "fingerprint", "is_complete", "read_config", "run_status",
+    "sweep_cells", "unique_dir", "verify_files",
 ]

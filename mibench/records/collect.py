@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .formats import read_summary
-from .manifest import read_manifest
-from .run_dir import find_run_dirs, read_config, verify_files
+from mibench.records.formats import read_summary
+from mibench.records.manifest import read_manifest
+from mibench.records.run_dir import find_run_dirs, read_config, verify_files
 
 
 @dataclass

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UnreadableInput
-from .io import read_bytes, read_csv_rows, rows_to_csv, write_rows, write_text
+from mibench.errors import UnreadableInput
+from mibench.records.io import float_or_nan, read_bytes, read_csv_rows, rows_to_csv, write_rows, write_text
 
 STREAM_ESTIMATE_COLUMNS = ["step", "estimator", "critic", "true_mi", "estimate", "run_id", "seed"]
 #: the columns of estimates.csv files written before ``run_id`` and ``seed`` were added
@@ -33,7 +33,9 @@ SAMPLE_ESTIMATE_COLUMNS = ["run_id", "task", "estimator", "kind", "critic", "see
                            "seconds", "n_parameters", "status", "mi_status", "mi_stderr", "clipped", "error"]
 SUMMARY_COLUMNS = ["task", "estimator", "critic", "true_mi", "mean_estimate", "bias", "variance", "mse", "steps"]
 SAMPLE_SUMMARY_EXTRA = ["kind", "n", "estimates", "failed", "seconds", "n_parameters", "mi_status", "mi_stderr"]
-SUMMARY_FLOATS = ("true_mi", "mean_estimate", "bias", "variance", "mse")
+#: the metric columns of summary.csv, the quantities the leaderboard averages over seeds
+SUMMARY_METRICS = ["mean_estimate", "bias", "variance", "mse"]
+SUMMARY_FLOATS = ("true_mi", *SUMMARY_METRICS)
 #: outcomes of one sample-protocol estimate (``status`` column of sample_estimates.csv)
 SAMPLE_OUTCOMES = ("ok", "error", "non_finite", "timeout", "crashed")
 
@@ -54,7 +56,7 @@ def read_summary(path) -> list[dict]:
     for r in rows:
         for col in ("seconds", "mi_stderr"):
             if col in r:
-                r[col] = _float_or_nan(r[col])
+                r[col] = float_or_nan(r[col])
     return rows
 
 
@@ -101,19 +103,31 @@ class EstimatesLog:
         self.path = Path(path)
         self.names, self.critic, self.run_id, self.seed = list(names), critic, run_id, seed
         self._fd = None
+        self.logged = 0
 
-    def open(self, resume_from: int | None = None) -> "EstimatesLog":
-        kept = ""
-        if resume_from:     # the logged lines of the steps before the checkpoint, as they were written
+    def open(self, resume_from: int = 0, keep: bool = False) -> "EstimatesLog":
+        """Start the file (a new run), or with ``keep`` reopen a resumed run's: every whole line it
+        logged is kept -- those of the steps before ``resume_from`` (its checkpoint) and those logged
+        after it, which the resumed run re-computes (the same numbers) and does not write again.
+        ``logged`` says how many steps the file holds (what :meth:`append` skips)."""
+        kept, self.logged = "", 0
+        if keep and self.path.is_file():
             data = read_bytes(self.path, "estimates.csv")
             lines = data[:data.rfind(b"\n") + 1].decode("utf-8").splitlines(keepends=True)[1:]
-            kept = "".join(line for line in lines if int(line.split(",", 1)[0]) < resume_from)
+            kept = "".join(lines)
+            steps = [int(line.split(",", 1)[0]) for line in lines]
+            self.logged = max(steps) + 1 if steps else 0
+            if self.logged < resume_from:
+                raise UnreadableInput(f"{self.path} logged {self.logged} steps, fewer than its checkpoint's "
+                                      f"{resume_from}: damaged; pass --overwrite to start the run again")
         write_text(self.path, ",".join(STREAM_ESTIMATE_COLUMNS) + "\n" + kept)   # replaces an older file
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         return self
 
     def append(self, true_mi, estimates, start: int, stop: int) -> None:
-        """Append steps ``start:stop`` of every estimator (the whole run's arrays are given)."""
+        """Append steps ``start:stop`` of every estimator (the whole run's arrays are given); steps
+        the file already holds (:meth:`open`) are not written again."""
+        start = max(start, self.logged)
         if self._fd is None or stop <= start:
             return
         data = format_estimates(self.names, self.critic, true_mi, estimates, start, stop, self.run_id,
@@ -171,13 +185,6 @@ def read_estimates(path, *, partial_last_line: bool = False):
 # ------------------------------------------------------------------- sample_estimates.csv
 
 
-def _float_or_nan(v) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
-
-
 def write_sample_estimates(path, rows: list[dict]) -> None:
     write_rows(path, rows, SAMPLE_ESTIMATE_COLUMNS)
 
@@ -200,7 +207,7 @@ def read_sample_estimates(path) -> list[dict]:
         r.setdefault("clipped", "")
         r.setdefault("mi_stderr", float("nan"))
         r.setdefault("seconds", float("nan"))
-        params = _float_or_nan(r.get("n_parameters") or 0)
+        params = float_or_nan(r.get("n_parameters") or 0)
         r["n_parameters"] = int(params) if params == params else 0
         if r["status"] not in SAMPLE_OUTCOMES:
             raise UnreadableInput(f"sample_estimates.csv {path}: unknown status {r['status']!r}")

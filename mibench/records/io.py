@@ -16,10 +16,11 @@ import io
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 
-from ..errors import MibenchError, UnreadableInput
+from mibench.errors import MibenchError, UnreadableInput
 
 
 def file_mode() -> int:
@@ -200,6 +201,22 @@ def _parse_int(text: str, col: str, path, lineno: int, what: str) -> int:
     if not math.isfinite(value) or value != int(value):
         raise UnreadableInput(f"{what} {path}, line {lineno}: {col} = {text!r} is not an integer")
     return int(value)
+
+
+def slug(text, *, allowed: str = "A-Za-z0-9_.+-", max_len: int = 120, lower: bool = False) -> str:
+    """``text`` as a file-name part: every run of characters outside ``allowed`` (the body of a
+    regular-expression character class) becomes one ``-``, leading and trailing ``-`` are dropped,
+    then it is lower-cased with ``lower`` and cut to ``max_len`` characters."""
+    out = re.sub(f"[^{allowed}]+", "-", str(text)).strip("-")
+    return (out.lower() if lower else out)[:max_len]
+
+
+def float_or_nan(v) -> float:
+    """``float(v)``, or NaN for what is not a number (None, ``""``, other text, an object)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def read_json(path, what: str = "file"):

@@ -13,9 +13,9 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from ..errors import UnreadableInput
-from .io import read_json, write_json
-from .run_dir import MANIFEST, now_iso
+from mibench.errors import UnreadableInput
+from mibench.records.io import read_json, write_json
+from mibench.records.run_dir import MANIFEST, now_iso
 
 
 class SweepManifest:

@@ -20,11 +20,11 @@ import os
 import shutil
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import MibenchError, UnreadableInput
-from .io import file_digest, read_json, write_json
+from mibench.errors import MibenchError, UnreadableInput
+from mibench.records.io import file_digest, read_json, write_json
 
 CONFIG = "config.json"
 MANIFEST = "sweep.json"
@@ -66,6 +66,30 @@ def config_diff(a: dict, b: dict) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- the writer
+
+
+@dataclass
+class RunHeader:
+    """What a run's config.json says about the run when it starts: the schema both protocols fill
+    (:class:`RunWriter` adds the status, the writer and the heartbeat; the run adds its outcome at
+    the end: wall time, failures, ``finished``, the files' checksums)."""
+
+    protocol: str                 # "stream" | "sample"
+    run_id: str | None
+    config: dict                  # the resolved config (the protocol's config object as a dict)
+    schedule: dict                # the true-MI levels: levels_bits, description (stream: boundaries too)
+    task_info: dict               # the task's own account of itself (ds, dr, data source, pools, notes)
+    environment: dict             # versions, device, threads, kernels
+    details: dict = field(default_factory=dict)   # the protocol's own fields (critics, ceilings, notes / kinds)
+    extra: dict = field(default_factory=dict)     # what the caller adds (e.g. rerun_of)
+    started: str = field(default_factory=lambda: now_iso())
+
+    def as_config(self) -> dict:
+        """config.json's dict at the start of the run (status ``running``)."""
+        return {"protocol": self.protocol, "status": "running", "run_id": self.run_id, "config": self.config,
+                "schedule": self.schedule, "task_info": self.task_info, "environment": self.environment,
+                **self.details, "started": self.started, **self.extra}
+
 
 
 def _process_start(pid: int) -> str | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 def write_site(paths, out, **kwargs):
     """Write the page for ``paths`` into ``out``; see :func:`mibench.report.site.write_site`."""
-    from .site import write_site as _write_site
+    from mibench.report.site import write_site as _write_site
 
     return _write_site(paths, out, **kwargs)
 

@@ -1,4 +1,4 @@
-"""What the report reads: the leaderboard of the given directories (``mibench.leaderboard.build``,
+"""What the report reads: the leaderboard of the given directories (``mibench.analysis.leaderboard.build``,
 its documented CSV columns only) and the files on disk next to it (``leaderboard.meta.json``,
 ``sweep.json`` manifests, each run's ``config.json``).  Everything the page shows comes from the
 :class:`Results` built here, so a change of the results layer is absorbed in this module.
@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import MibenchError
+from mibench.errors import MibenchError
+from mibench.records.io import slug
 
-#: the leaderboard's setup columns (mibench/leaderboard.py: a setup is every column before
+#: the leaderboard's setup columns (mibench/analysis/leaderboard.py: a setup is every column before
 #: ``estimator`` that the rank groups by); only those present in the board are used
 SETUP_COLUMNS = ["task", "task_params", "ds", "dr", "critic", "layers", "hidden", "embed", "batch_size", "lr",
                  "steps", "schedule", "burn_in", "precision", "protocol", "n"]
@@ -46,7 +46,7 @@ class Source:
 
 @dataclass
 class Results:
-    board: object                 # pandas DataFrame (mibench.leaderboard columns)
+    board: object                 # pandas DataFrame (mibench.analysis.leaderboard columns)
     setups: list
     sources: list
     estimators: dict              # name -> {"kind": ..., "description": ...}
@@ -80,7 +80,7 @@ def setup_label(f: dict) -> str:
 
 
 def _protocol(f: dict):
-    from ..protocols import get_protocol
+    from mibench.protocols import get_protocol
 
     return get_protocol(str(f.get("protocol") or "stream"))
 
@@ -89,13 +89,14 @@ def _slug_text(f: dict) -> str:
     return f"{f.get('task')} {f.get('task_params') or ''} {_protocol(f).setup_description(f)} mi {f.get('schedule')}"
 
 
-def _slug(text: str, taken: set) -> str:
-    base = re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-").lower()[:80] or "setup"
-    slug, i = base, 2
-    while slug in taken:
-        slug, i = f"{base}-{i}", i + 1
-    taken.add(slug)
-    return slug
+def _unique_slug(text: str, taken: set) -> str:
+    """The setup's id: :func:`mibench.records.io.slug` of ``text``, made unique among ``taken`` (updated)."""
+    base = slug(text, allowed="A-Za-z0-9.", max_len=80, lower=True) or "setup"
+    name, i = base, 2
+    while name in taken:
+        name, i = f"{base}-{i}", i + 1
+    taken.add(name)
+    return name
 
 
 def _setup_key(row: dict, columns: list) -> tuple:
@@ -124,7 +125,7 @@ def pinned_params(cfg: dict) -> dict:
     recorded spec or config reproduces the run only with these set."""
     import inspect
 
-    from ..tasks import TASKS
+    from mibench.tasks import TASKS
 
     c = cfg.get("config") or {}
     info = cfg.get("task_info") or {}
@@ -144,7 +145,7 @@ def pinned_params(cfg: dict) -> dict:
 
 
 def _estimator_info(names, kinds: dict) -> dict:
-    from ..estimators import ESTIMATORS
+    from mibench.estimators import ESTIMATORS
 
     out = {}
     for name in names:
@@ -159,7 +160,7 @@ def _estimator_info(names, kinds: dict) -> dict:
 def read_results(paths, shown=None) -> Results:
     """The leaderboard of ``paths`` (run, sweep or results directories) split into setups, with
     each setup's run directories, and the metadata found next to the results."""
-    from ..leaderboard import build
+    from mibench.analysis.leaderboard import build
 
     paths = [Path(p) for p in paths]
     shown = [str(s) for s in (shown or paths)]
@@ -172,7 +173,7 @@ def read_results(paths, shown=None) -> Results:
         key = _setup_key(r, columns)
         if key not in setups:
             f = {c: r.get(c) for c in columns}
-            setups[key] = Setup(fields=f, label=setup_label(f), slug=_slug(_slug_text(f), taken), rows=[])
+            setups[key] = Setup(fields=f, label=setup_label(f), slug=_unique_slug(_slug_text(f), taken), rows=[])
         setups[key].rows.append(r)
     # a run's setup: the setup of its own one-run leaderboard (the layer's own definition of a setup)
     for run in col.runs:

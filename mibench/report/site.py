@@ -13,7 +13,8 @@ import math
 import shutil
 from pathlib import Path
 
-from ..errors import MibenchError
+from mibench.errors import MibenchError
+from mibench.records.io import float_or_nan
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
@@ -37,19 +38,12 @@ COLUMNS = [
 ]
 
 
-def _float(v) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
-
-
 #: columns shown as whole numbers
 INTEGER_COLUMNS = {"rank", "n_seeds", "n_parameters"}
 
 
 def fmt_number(v, integer: bool = False) -> str:
-    x = _float(v)
+    x = float_or_nan(v)
     if math.isnan(x):
         return "—"
     if math.isinf(x):
@@ -64,18 +58,18 @@ def fmt_number(v, integer: bool = False) -> str:
 def sort_key(v) -> str:
     """The ``data-sort`` value of a numeric cell: a number JavaScript's parseFloat reads exactly
     (``Infinity`` included); empty for a missing value (sorted below every number)."""
-    x = _float(v)
+    x = float_or_nan(v)
     if math.isnan(x):
         return ""
     return ("Infinity" if x > 0 else "-Infinity") if math.isinf(x) else repr(x)
 
 
 def status_text(row: dict) -> str:
-    n = int(_float(row.get("n_seeds")) or 0)
-    k = int(_float(row.get("diverged_seeds")) or 0)
+    n = int(float_or_nan(row.get("n_seeds")) or 0)
+    k = int(float_or_nan(row.get("diverged_seeds")) or 0)
     parts = []
     if k:
-        from ..protocols import get_protocol
+        from mibench.protocols import get_protocol
 
         what = get_protocol(str(row.get("protocol") or "stream")).failure_word
         parts.append(f"{what} in {k} of {n} seed{'s' if n != 1 else ''}")
@@ -98,7 +92,7 @@ def table_rows(setup) -> list[list[dict]]:
         for key, _, numeric, has_ci in columns_for(setup):
             value = status_text(r) if key == "status" else r.get(key)
             if numeric:
-                ci = _float(r.get(f"{key}_ci95")) if has_ci else float("nan")
+                ci = float_or_nan(r.get(f"{key}_ci95")) if has_ci else float("nan")
                 cells.append({"text": fmt_number(value, key in INTEGER_COLUMNS), "sort": sort_key(value),
                               "ci": "" if math.isnan(ci) else f"± {fmt_number(ci)}"})
             else:
@@ -134,11 +128,11 @@ def _environment(runs) -> list[tuple[str, str]]:
 def _run_rows(runs) -> list[dict]:
     rows = []
     for shown, cfg in runs:
-        from ..protocols import protocol_of
+        from mibench.protocols import protocol_of
 
         c = cfg.get("config") or {}
         seeds = protocol_of(cfg).seeds_of(cfg)
-        wall = _float(cfg.get("wall_seconds"))
+        wall = float_or_nan(cfg.get("wall_seconds"))
         rows.append({"dir": shown, "status": cfg.get("status", ""), "task": c.get("task", ""),
                      "estimators": ", ".join(map(str, c.get("estimators") or [])),
                      "seeds": ", ".join(map(str, seeds or [])), "started": cfg.get("started", ""),
@@ -210,7 +204,7 @@ def _sweeps(source, site: Path, taken: set) -> list[dict]:
 
 def _pins(configs) -> dict:
     """{task: {param: value}} of :func:`mibench.report.reading.pinned_params` over runs."""
-    from .reading import pinned_params
+    from mibench.report.reading import pinned_params
 
     out: dict = {}
     for cfg in configs:
@@ -221,7 +215,7 @@ def _pins(configs) -> dict:
 
 
 def _rerun_flags(cfg: dict) -> str:
-    from .reading import pinned_params
+    from mibench.report.reading import pinned_params
 
     return "".join(f" --{k.replace('_', '-')} {v}" for k, v in pinned_params(cfg).items())
 
@@ -235,8 +229,8 @@ def _unique(stem: str, taken: set) -> str:
 
 
 def build_context(results, site: Path, command: str, title: str, figures: bool = True) -> dict:
-    from .._version import __version__
-    from .figures import metrics_figure, run_figures
+    from mibench._version import __version__
+    from mibench.report.figures import metrics_figure, run_figures
 
     setups = []
     for s in results.setups:
@@ -267,7 +261,7 @@ def write_site(paths, out, *, shown=None, title: str = "MI estimator leaderboard
     ``out/index.html``.  ``shown``: the paths as the page names them (default as given)."""
     import jinja2
 
-    from .reading import read_results
+    from mibench.report.reading import read_results
 
     out = Path(out)
     paths = [Path(p) for p in paths]

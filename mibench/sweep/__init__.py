@@ -4,9 +4,9 @@
 * :mod:`.plan` -- what an invocation does with each cell (run, resume, skip);
 * :mod:`.execute` -- where cells run and how the manifest ``sweep.json`` records them.
 """
-from .execute import SweepReport, available_cores, execute_cell, run_sweep, sweep_lock
-from .plan import Plan, plan
-from .spec import Cell, SweepSpec, dump_spec_yaml, load_spec
+from mibench.sweep.execute import Execution, SweepReport, available_cores, execute_cell, run_sweep, sweep_lock
+from mibench.sweep.plan import Plan, plan
+from mibench.sweep.spec import Cell, SweepSpec, dump_spec_yaml, load_spec
 
-__all__ = ["Cell", "Plan", "SweepReport", "SweepSpec", "available_cores", "dump_spec_yaml", "execute_cell",
-           "load_spec", "plan", "run_sweep", "sweep_lock"]
+__all__ = ["Cell", "Execution", "Plan", "SweepReport", "SweepSpec", "available_cores", "dump_spec_yaml",
+           "execute_cell", "load_spec", "plan", "run_sweep", "sweep_lock"]

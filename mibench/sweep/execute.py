@@ -5,7 +5,9 @@ worker limited to ``threads`` torch threads so that workers x threads <= cores; 
 the cells in this process.  ``dask``: :mod:`dask.distributed` -- ``address=tcp://host:8786``
 connects to an existing cluster (workers run each cell in a temporary directory and ship the files
 back, so no shared filesystem is needed; ``shared_fs=True`` writes directly instead); without an
-address a :class:`~dask.distributed.LocalCluster` of ``workers`` processes is started.
+address a :class:`~dask.distributed.LocalCluster` of ``workers`` processes is started.  These
+options are one :class:`Execution` (a field set to ``None`` comes from the spec's ``execution``
+table).
 
 One driver per sweep directory (an OS file lock beside it); the manifest ``sweep.json`` is
 written by the driver only (:class:`mibench.records.SweepManifest`).  A failing cell writes
@@ -21,12 +23,12 @@ import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from ..errors import MibenchError, one_line
-from .plan import clear_cell, plan
-from .spec import SweepSpec
+from mibench.errors import MibenchError, one_line
+from mibench.sweep.plan import clear_cell, plan
+from mibench.sweep.spec import SweepSpec
 
 FAILED = "failed.json"
 
@@ -98,13 +100,13 @@ def execute_cell(config: dict, out_dir: str, threads: int | None = None, plot: b
     directory and its files come back in ``result["files"]`` (clusters without a shared filesystem)."""
     import torch
 
-    from ..protocols import protocol_of
-    from ..records import read_config, write_json
-    from ..workers import IN_WORKER, install_payload
+    from mibench.protocols import protocol_of
+    from mibench.records import read_config, write_json
+    from mibench.protocols.workers import IN_WORKER, install_payload
 
     install_payload(plugins)        # register_estimator objects of the driver process, re-played here
     if IN_WORKER["value"] or _in_dask_worker():      # a process of mibench's own, not the caller's
-        from ..allocator import tune_cpu_allocator
+        from mibench.utils.allocator import tune_cpu_allocator
 
         tune_cpu_allocator()
     old_threads = torch.get_num_threads()
@@ -170,7 +172,7 @@ def _threads_for_this_worker() -> int:
 
 def _receive_files(cell_dir: Path, files: dict) -> None:
     """Write shipped files atomically, config.json last (it is what marks the cell complete)."""
-    from ..records import write_bytes
+    from mibench.records import write_bytes
 
     cell_dir.mkdir(parents=True, exist_ok=True)
     for name in sorted(files, key=lambda n: n == "config.json"):
@@ -221,10 +223,62 @@ def sweep_lock(out_dir: Path):
         lock.release()
 
 
-def run_sweep(spec: SweepSpec, out_dir, *, resume: bool = False, overwrite: bool = False, backend: str = "local",
-              workers: int | None = None, threads: int | None = None, address: str | None = None,
-              shared_fs: bool | None = None, plot: bool = True, log=None, command: str | None = None,
-              preset: str | None = None, client=None) -> SweepReport:
+@dataclass
+class Execution:
+    """Where and how a sweep's cells run (module docstring).  A field set to ``None`` is taken from
+    the spec's ``execution`` table, else defaulted (:meth:`resolve`, :meth:`sized`).
+
+    Parameters
+    ----------
+    backend : ``"local"`` (default) or ``"dask"``; ``None``: the spec's, else local.
+    workers : local worker processes, or the processes of a Dask ``LocalCluster`` started without an
+        address; default one per core, at most one per cell (one when the cells use a GPU).
+    threads : torch threads per worker; default cores // workers on CPU.
+    address : the Dask scheduler to connect to (``tcp://host:8786``).
+    shared_fs : Dask workers write the cell directories directly instead of shipping the files back
+        (default: ship when an address is given).
+    plot : each cell writes its figure.
+    client : a :class:`dask.distributed.Client` to submit to (left open).
+    """
+
+    backend: str | None = "local"
+    workers: int | None = None
+    threads: int | None = None
+    address: str | None = None
+    shared_fs: bool | None = None
+    plot: bool = True
+    client: object = None
+
+    def resolve(self, spec_execution: dict) -> "Execution":
+        """Unset fields filled from the spec's ``execution`` table, and checked (one-line errors)."""
+        backend = (self.backend or spec_execution.get("backend") or "local").lower()
+        if backend not in ("local", "dask"):
+            raise MibenchError(f"--backend must be local or dask, got {backend!r}")
+        workers = self.workers if self.workers is not None else spec_execution.get("workers")
+        threads = self.threads if self.threads is not None else spec_execution.get("threads")
+        shared_fs = self.shared_fs if self.shared_fs is not None else spec_execution.get("shared_fs")
+        if workers is not None and int(workers) < 1:
+            raise MibenchError(f"--workers must be >= 1, got {workers}")
+        if threads is not None and int(threads) < 1:
+            raise MibenchError(f"--threads must be >= 1, got {threads}")
+        return replace(self, backend=backend, workers=workers, threads=threads,
+                       address=self.address or spec_execution.get("address"), shared_fs=shared_fs)
+
+    def sized(self, n_cells: int, device) -> "Execution":
+        """Workers on this machine (local backend, or Dask without an address or client): the number
+        of workers for ``n_cells`` cells and the torch threads per worker, where not given."""
+        if not (self.backend == "local" or (self.address is None and self.client is None)):
+            return self
+        workers = int(self.workers or default_workers(n_cells, device))
+        threads = self.threads
+        if threads is None and not uses_gpu(device):
+            threads = max(1, available_cores() // workers)
+        return replace(self, workers=workers, threads=threads)
+
+
+def run_sweep(spec: SweepSpec, out_dir, execution: Execution | None = None, *, resume: bool = False,
+              overwrite: bool = False, log=None, command: str | None = None, preset: str | None = None,
+              **options) -> SweepReport:
     """Run a sweep into ``out_dir`` (a new directory), or continue it there.
 
     Parameters
@@ -233,137 +287,160 @@ def run_sweep(spec: SweepSpec, out_dir, *, resume: bool = False, overwrite: bool
     out_dir : the sweep directory: new or empty; with ``resume`` one holding this sweep (complete cells
         are skipped, interrupted ones continued, failed ones redone); with ``overwrite`` any sweep
         directory, replaced.  Anything else is refused in one line (:func:`mibench.records.claim`).
-    backend, workers, threads, address, shared_fs, client : where cells run (module docstring).
-    plot : each cell writes its figure.
+    execution : where cells run (default ``Execution()``: the local backend, the other fields from the
+        spec's ``execution`` table or defaulted).
+    resume, overwrite : see ``out_dir``.
     log : a callable taking one line of progress (default: stderr).
     command, preset : recorded in the manifest.
+    **options : fields of :class:`Execution` given as keywords (``backend=``, ``workers=``,
+        ``threads=``, ``address=``, ``shared_fs=``, ``plot=``, ``client=``); they override
+        ``execution``'s.
     """
-    from ..records import SweepManifest, claim, read_config
-    from ..workers import plugin_payload
+    from mibench.records import claim
 
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
     out_dir = Path(out_dir)
-    ex = spec.execution
-    backend = (backend or ex.get("backend") or "local").lower()
-    if backend not in ("local", "dask"):
-        raise MibenchError(f"--backend must be local or dask, got {backend!r}")
-    workers = workers if workers is not None else ex.get("workers")
-    threads = threads if threads is not None else ex.get("threads")
-    address = address or ex.get("address")
-    if shared_fs is None:
-        shared_fs = ex.get("shared_fs")
-    if workers is not None and int(workers) < 1:
-        raise MibenchError(f"--workers must be >= 1, got {workers}")
-    if threads is not None and int(threads) < 1:
-        raise MibenchError(f"--threads must be >= 1, got {threads}")
+    ex = _with_options(execution, options).resolve(spec.execution)
     cells = spec.cells()
     t0 = time.perf_counter()
     with sweep_lock(out_dir):
         claim(out_dir, [c.config for c in cells], resume=resume, overwrite=overwrite, kind="sweep")
         p = plan(spec, out_dir)
-        device = cells[0].config.get("device", "auto")
-        if backend == "local" or (address is None and client is None):   # workers on this machine
-            workers = int(workers or default_workers(len(p.to_run), device))
-            if threads is None and not uses_gpu(device):
-                threads = max(1, available_cores() // workers)
-        meta = {"command": command, "preset": preset, "backend": backend, "address": address,
-                "workers": workers, "threads_per_worker": threads, "mibench": _version()}
-        manifest = SweepManifest(out_dir, spec.name, spec.to_dict(), {c.name: c.config for c in cells}, meta)
-        results: dict[str, CellResult] = {}
-        for c in p.done:
-            cfg = read_config(out_dir / c.name)
-            manifest.update(c.name, status="complete", wall_seconds=cfg.get("wall_seconds"),
-                            diverged=cfg.get("diverged") or {})
-            results[c.name] = CellResult(c.name, "skipped", cfg.get("wall_seconds"), cfg.get("diverged") or {})
-        for c in p.todo:
-            clear_cell(out_dir / c.name)        # a failed or half-written cell: start it afresh
-        manifest.write("running")
+        ex = ex.sized(len(p.to_run), cells[0].config.get("device", "auto"))
+        meta = {"command": command, "preset": preset, "backend": ex.backend, "address": ex.address,
+                "workers": ex.workers, "threads_per_worker": ex.threads, "mibench": _version()}
+        progress = _start_manifest(spec, out_dir, cells, p, meta, log)
         log(f"sweep {spec.name}: {len(cells)} cells, {len(p.done)} already complete, {len(p.resume)} to resume, "
-            f"{len(p.todo)} to run -> {out_dir} ({backend}" + (f", {workers} workers x {threads} threads" if workers else "")
-            + (f", {address}" if address else "") + ")")
-        counter = {"n": 0}
-        resuming = {c.name for c in p.resume}
-
-        def finished(cell, res: dict) -> None:
-            counter["n"] += 1
-            d = out_dir / cell.name
-            if res.get("files"):
-                _receive_files(d, res["files"])
-            entry = manifest.by_name[cell.name]
-            status = res.get("status", "failed")
-            manifest.update(cell.name, status=status, wall_seconds=res.get("wall_seconds"),
-                            diverged=res.get("diverged") or {}, error=res.get("error"), host=res.get("host"),
-                            pid=res.get("pid"), failed_estimates=len(res.get("failed_estimates") or []),
-                            attempts=entry.get("attempts", 0) + 1, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-            if status != "failed":
-                manifest.by_name[cell.name].pop("error", None)
-            manifest.write()
-            results[cell.name] = CellResult(cell.name, status, res.get("wall_seconds"), res.get("diverged") or {},
-                                            res.get("error"), res.get("host"), list(res.get("failed_estimates") or []))
-            extra = ""
-            if status == "failed":
-                extra = f"  FAILED: {res.get('error')} (see {d / FAILED})"
-            elif res.get("failed_estimates"):
-                extra = f"  {len(res['failed_estimates'])} estimate(s) failed"
-            elif res.get("diverged"):
-                extra = "  diverged: " + ", ".join(f"{k} at step {v}" for k, v in res["diverged"].items())
-            wall = res.get("wall_seconds")
-            log(f"[{counter['n']}/{len(p.to_run)}] {status:<8} {cell.name}" + (f"  {wall:.1f}s" if wall is not None else "")
-                + extra)
-
-        def started(cell, status: str = "queued") -> None:
-            manifest.update(cell.name, status=status, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-
-        try:
-            if p.to_run:
-                args = (p.to_run, out_dir, workers, threads, plot, started, finished, manifest, resuming,
-                        plugin_payload())
-                if backend == "local":
-                    _run_local(*args)
-                else:
-                    _run_dask(*args, address, shared_fs, client)
-        except KeyboardInterrupt:
-            for c in p.to_run:
-                if manifest.by_name[c.name]["status"] in ("running", "queued"):
-                    manifest.update(c.name, status="interrupted")
-            manifest.write("interrupted")
-            raise
+            f"{len(p.todo)} to run -> {out_dir} ({ex.backend}"
+            + (f", {ex.workers} workers x {ex.threads} threads" if ex.workers else "")
+            + (f", {ex.address}" if ex.address else "") + ")")
+        _dispatch(p, out_dir, ex, progress)
+        results = progress.results
         failed = [n for n, r in results.items() if r.status == "failed"]
         diverged = [n for n, r in results.items() if r.diverged]
-        manifest.data["invocations"][-1]["wall_seconds"] = round(time.perf_counter() - t0, 2)
-        manifest.data["invocations"][-1]["ran"] = len(p.to_run)
-        manifest.write("complete" if not failed else "incomplete")
+        progress.manifest.data["invocations"][-1]["wall_seconds"] = round(time.perf_counter() - t0, 2)
+        progress.manifest.data["invocations"][-1]["ran"] = len(p.to_run)
+        progress.manifest.write("complete" if not failed else "incomplete")
     return SweepReport(out_dir, cells, results, ran=len(p.to_run), skipped=len(p.done), failed=failed,
                        diverged=diverged, wall_seconds=round(time.perf_counter() - t0, 2))
 
 
+def _with_options(execution: Execution | None, options: dict) -> Execution:
+    """``execution`` (default: all unset) with the :class:`Execution` fields given as keywords."""
+    known = {f.name for f in fields(Execution)}
+    for name in options:
+        if name not in known:
+            raise TypeError(f"run_sweep() got an unexpected keyword argument {name!r}")
+    return replace(execution or Execution(), **options)
+
+
+class _Progress:
+    """The driver's account of one invocation: each cell's status in the manifest, its
+    :class:`CellResult` and a progress line as it starts and finishes."""
+
+    def __init__(self, out_dir: Path, manifest, results: dict, total: int, log):
+        self.out_dir, self.manifest, self.results, self.total, self.log = out_dir, manifest, results, total, log
+        self.n = 0
+
+    def started(self, cell, status: str = "queued") -> None:
+        self.manifest.update(cell.name, status=status, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+
+    def finished(self, cell, res: dict) -> None:
+        self.n += 1
+        d = self.out_dir / cell.name
+        if res.get("files"):
+            _receive_files(d, res["files"])
+        manifest = self.manifest
+        entry = manifest.by_name[cell.name]
+        status = res.get("status", "failed")
+        manifest.update(cell.name, status=status, wall_seconds=res.get("wall_seconds"),
+                        diverged=res.get("diverged") or {}, error=res.get("error"), host=res.get("host"),
+                        pid=res.get("pid"), failed_estimates=len(res.get("failed_estimates") or []),
+                        attempts=entry.get("attempts", 0) + 1, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        if status != "failed":
+            manifest.by_name[cell.name].pop("error", None)
+        manifest.write()
+        self.results[cell.name] = CellResult(cell.name, status, res.get("wall_seconds"), res.get("diverged") or {},
+                                             res.get("error"), res.get("host"), list(res.get("failed_estimates") or []))
+        extra = ""
+        if status == "failed":
+            extra = f"  FAILED: {res.get('error')} (see {d / FAILED})"
+        elif res.get("failed_estimates"):
+            extra = f"  {len(res['failed_estimates'])} estimate(s) failed"
+        elif res.get("diverged"):
+            extra = "  diverged: " + ", ".join(f"{k} at step {v}" for k, v in res["diverged"].items())
+        wall = res.get("wall_seconds")
+        self.log(f"[{self.n}/{self.total}] {status:<8} {cell.name}" + (f"  {wall:.1f}s" if wall is not None else "")
+                 + extra)
+
+    def interrupted(self, todo) -> None:
+        """Cells queued or running when the driver is interrupted are recorded as interrupted."""
+        for c in todo:
+            if self.manifest.by_name[c.name]["status"] in ("running", "queued"):
+                self.manifest.update(c.name, status="interrupted")
+        self.manifest.write("interrupted")
+
+
+def _start_manifest(spec: SweepSpec, out_dir: Path, cells, p, meta: dict, log) -> _Progress:
+    """The manifest of this invocation, written ``running``: complete cells recorded as skipped,
+    the cells to redo cleared."""
+    from mibench.records import SweepManifest, read_config
+
+    manifest = SweepManifest(out_dir, spec.name, spec.to_dict(), {c.name: c.config for c in cells}, meta)
+    results: dict[str, CellResult] = {}
+    for c in p.done:
+        cfg = read_config(out_dir / c.name)
+        manifest.update(c.name, status="complete", wall_seconds=cfg.get("wall_seconds"),
+                        diverged=cfg.get("diverged") or {})
+        results[c.name] = CellResult(c.name, "skipped", cfg.get("wall_seconds"), cfg.get("diverged") or {})
+    for c in p.todo:
+        clear_cell(out_dir / c.name)        # a failed or half-written cell: start it afresh
+    manifest.write("running")
+    return _Progress(out_dir, manifest, results, len(p.to_run), log)
+
+
+def _dispatch(p, out_dir: Path, ex: Execution, progress: _Progress) -> None:
+    """Run the plan's cells on the execution's backend; an interruption is recorded, then re-raised."""
+    from mibench.protocols.workers import plugin_payload
+
+    resuming = {c.name for c in p.resume}
+    try:
+        if p.to_run:
+            run = _run_local if ex.backend == "local" else _run_dask
+            run(p.to_run, out_dir, ex, progress, resuming, plugin_payload())
+    except KeyboardInterrupt:
+        progress.interrupted(p.to_run)
+        raise
+
+
 def _version() -> str:
-    from .._version import __version__
+    from mibench._version import __version__
 
     return __version__
 
 
-def _run_local(todo, out_dir, workers, threads, plot, started, finished, manifest, resuming, payload) -> None:
-    if workers == 1:
+def _run_local(todo, out_dir: Path, ex: Execution, progress: _Progress, resuming: set, payload) -> None:
+    if ex.workers == 1:
         for c in todo:
-            started(c, "running")
-            manifest.write()
-            finished(c, execute_cell(c.config, str(out_dir / c.name), threads, plot, resume=c.name in resuming))
+            progress.started(c, "running")
+            progress.manifest.write()
+            progress.finished(c, execute_cell(c.config, str(out_dir / c.name), ex.threads, ex.plot,
+                                              resume=c.name in resuming))
         return
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    from ..workers import watch_parent
+    from mibench.protocols.workers import watch_parent
 
-    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
-                             initializer=watch_parent, initargs=(os.getpid(),))
+    pool = ProcessPoolExecutor(max_workers=ex.workers, mp_context=mp.get_context("spawn"),
+                               initializer=watch_parent, initargs=(os.getpid(),))
     try:
         futures = {}
         for c in todo:
-            futures[ex.submit(execute_cell, c.config, str(out_dir / c.name), threads, plot, False, payload,
-                              c.name in resuming)] = c
-            started(c)
-        manifest.write()
+            futures[pool.submit(execute_cell, c.config, str(out_dir / c.name), ex.threads, ex.plot, False, payload,
+                                c.name in resuming)] = c
+            progress.started(c)
+        progress.manifest.write()
         for fut in as_completed(futures):
             c = futures[fut]
             try:
@@ -371,41 +448,41 @@ def _run_local(todo, out_dir, workers, threads, plot, started, finished, manifes
             except Exception as exc:   # a worker process died (OOM kill, segfault, ...)
                 res = {"status": "failed", "error": f"worker process failed: {type(exc).__name__}: {exc}"}
                 _write_failed(out_dir / c.name, res["error"], c.config)
-            finished(c, res)
+            progress.finished(c, res)
     except BaseException:
-        ex.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown(wait=False, cancel_futures=True)
         raise
-    ex.shutdown(wait=True)
+    pool.shutdown(wait=True)
 
 
-def _run_dask(todo, out_dir, workers, threads, plot, started, finished, manifest, resuming, payload, address,
-              shared_fs, client):
+def _run_dask(todo, out_dir: Path, ex: Execution, progress: _Progress, resuming: set, payload) -> None:
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
         raise MibenchError("--backend dask needs dask[distributed] (pip install 'mibench[cluster]')") from None
-    ship = (not shared_fs) if shared_fs is not None else bool(address)
+    ship = (not ex.shared_fs) if ex.shared_fs is not None else bool(ex.address)
     cluster = None
+    client = ex.client
     own_client = client is None
     if client is None:
-        if address:
+        if ex.address:
             try:
-                client = Client(address, timeout="20s")
+                client = Client(ex.address, timeout="20s")
             except (OSError, TimeoutError) as exc:
-                raise MibenchError(f"cannot connect to the Dask scheduler at {address}: {exc}") from None
+                raise MibenchError(f"cannot connect to the Dask scheduler at {ex.address}: {exc}") from None
         else:
-            cluster = LocalCluster(n_workers=workers or 1, threads_per_worker=1, processes=True,
+            cluster = LocalCluster(n_workers=ex.workers or 1, threads_per_worker=1, processes=True,
                                    host="127.0.0.1", dashboard_address=None)
             client = Client(cluster)
     try:
         futures = {}
         for c in todo:
-            fut = client.submit(execute_cell, c.config, str((out_dir / c.name).resolve()), threads, plot, ship,
+            fut = client.submit(execute_cell, c.config, str((out_dir / c.name).resolve()), ex.threads, ex.plot, ship,
                                 payload, c.name in resuming, key=f"mibench-cell-{c.name}-{os.urandom(4).hex()}",
                                 pure=False)
             futures[fut] = c
-            started(c)
-        manifest.write()
+            progress.started(c)
+        progress.manifest.write()
         for fut in as_completed(list(futures)):
             c = futures[fut]
             try:
@@ -413,7 +490,7 @@ def _run_dask(todo, out_dir, workers, threads, plot, started, finished, manifest
             except Exception as exc:   # worker lost, unpicklable result, ...
                 res = {"status": "failed", "error": f"dask task failed: {type(exc).__name__}: {exc}"}
                 _write_failed(out_dir / c.name, res["error"], c.config)
-            finished(c, res)
+            progress.finished(c, res)
     finally:
         if own_client:
             client.close()
@@ -422,6 +499,6 @@ def _run_dask(todo, out_dir, workers, threads, plot, started, finished, manifest
 
 
 def _write_failed(cell_dir: Path, error: str, config: dict) -> None:
-    from ..records import write_json
+    from mibench.records import write_json
 
     write_json(cell_dir / FAILED, {"error": error, "config": config, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})

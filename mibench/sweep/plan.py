@@ -5,8 +5,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import MibenchError
-from .spec import Cell, SweepSpec
+from mibench.errors import MibenchError
+from mibench.sweep.spec import Cell, SweepSpec
 
 
 @dataclass
@@ -26,8 +26,8 @@ def plan(spec: SweepSpec, out_dir) -> Plan:
     the cell's, else one line: an edited spec would otherwise mix results), cells to resume (a
     run that was interrupted or killed: same config, status interrupted / stale), and cells to run
     (not started, or failed: redone from the start)."""
-    from ..records import config_diff, fingerprint, is_complete, read_config, run_status
-    from ..errors import UnreadableInput
+    from mibench.records import config_diff, fingerprint, is_complete, read_config, run_status
+    from mibench.errors import UnreadableInput
 
     out_dir = Path(out_dir)
     cells = spec.cells()
@@ -65,8 +65,8 @@ def _text_encoder_changed(recorded: dict, config: dict) -> str:
     (off-the-shelf MiniLM, then the fine-tuned ``minilm-imdb``), so skipping it as complete would
     mix embeddings.  Empty when nothing changed (or the spec names its encoder: then the config,
     compared above, says which)."""
-    from ..data.embeddings import DEFAULT_ENCODER, is_default_encoder
-    from ..protocols.common import text_encoder_used
+    from mibench.data.embeddings import DEFAULT_ENCODER, is_default_encoder
+    from mibench.protocols.setup import text_encoder_used
 
     used = text_encoder_used(recorded.get("task_info"))
     if used is None or "encoder" in (config.get("task_params") or {}) or is_default_encoder(used):

@@ -18,7 +18,7 @@ Keys (file, preset and shorthand share them; a list is a grid axis unless noted)
     device, log_every,     scalars (precision: fp32 | bf16 | tf32, see mibench run --precision)
     precision
     split_estimators       bool or N cells (default false; whole critics, see below)
-    n, timeout             the sample protocol (:mod:`mibench.protocols.sample_run`): with n set, a cell
+    n, timeout             the sample protocol (:mod:`mibench.protocols.sample.run`): with n set, a cell
                            is one sample run (a fixed dataset of n pairs per level and seed; all the seeds
                            in one cell, so variance is over seeds; timeout seconds per estimate)
 
@@ -34,7 +34,8 @@ import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import MibenchError
+from mibench.errors import MibenchError
+from mibench.utils.checks import listify
 
 #: grid axes of the spec (each protocol reads the ones it knows; see its ``expand``)
 AXIS_KEYS = ["critics", "layers", "hidden", "embed", "batch_size", "lr", "mi", "steps", "burn_in", "seeds"]
@@ -45,14 +46,6 @@ TASK_KEYS = {"task", "params", "estimators", *AXIS_KEYS, *SCALARS}
 SINGULAR = {"critic": "critics", "seed": "seeds", "estimator": "estimators", "task": "tasks",
             "batch": "batch_size", "depth": "layers", "width": "hidden", "schedule": "mi"}
 EXECUTION_KEYS = {"backend", "workers", "threads", "address", "shared_fs"}
-
-
-def _listify(v) -> list:
-    if isinstance(v, (list, tuple)):
-        if not v:
-            raise MibenchError("empty list in the sweep spec (every axis needs at least one value)")
-        return list(v)
-    return [v]
 
 
 def _normalise_keys(d: dict, allowed: set, where: str) -> dict:
@@ -79,7 +72,7 @@ class Cell:
 
     @property
     def protocol(self):
-        from ..protocols import protocol_of
+        from mibench.protocols import protocol_of
 
         return protocol_of({"config": self.config})
 
@@ -100,7 +93,7 @@ class SweepSpec:
 
     @classmethod
     def from_dict(cls, data: dict, name: str | None = None) -> "SweepSpec":
-        from ..protocols.common import check_split
+        from mibench.protocols.setup import check_split
 
         if not isinstance(data, dict):
             raise MibenchError("a sweep config must be a table / mapping at the top level")
@@ -109,7 +102,7 @@ class SweepSpec:
         if tasks_raw is None:
             raise MibenchError("the sweep config needs 'tasks' (e.g. tasks = [\"gaussian\"])")
         tasks = []
-        for t in _listify(tasks_raw):
+        for t in listify(tasks_raw):
             if isinstance(t, str):
                 tasks.append({"task": t, "params": {}})
             elif isinstance(t, dict):
@@ -168,10 +161,10 @@ class SweepSpec:
 
     def cells(self) -> list[Cell]:
         """Every cell of the grid, named (readable, deterministic, unique)."""
-        from ..checks import check_task_params
-        from ..estimators import resolve_estimators
-        from ..protocols import choose_protocol
-        from ..tasks import TASKS
+        from mibench.utils.checks import check_task_params
+        from mibench.estimators import resolve_estimators
+        from mibench.protocols import choose_protocol
+        from mibench.tasks import TASKS
 
         settings = [{k: t.get(k, self.scalars.get(k)) for k in SCALARS} for t in self.tasks]
         protocols = {choose_protocol(s).name for s in settings}
@@ -185,7 +178,7 @@ class SweepSpec:
             estimators = resolve_estimators(t.get("estimators", self.estimators))
             axes = {key: t.get(key, self.grid.get(key)) for key in AXIS_KEYS}
             keys = list(params_grid)
-            for combo in itertools.product(*[_listify(params_grid[k]) for k in keys]):
+            for combo in itertools.product(*[listify(params_grid[k]) for k in keys]):
                 params = check_task_params(entry.name, entry.obj, dict(zip(keys, combo)))
                 configs += protocol.expand(entry.name, params, estimators, axes, scal, self.split_estimators)
         if not configs:
@@ -198,7 +191,7 @@ def unique_names(names: list[str], configs: list[dict]) -> list[str]:
     """Cell names made safe for a file system and unique (a short config hash where two collide)."""
     import re
 
-    from ..records import fingerprint
+    from mibench.records import fingerprint
 
     names = [re.sub(r"[^A-Za-z0-9_.+-]", "-", n) for n in names]
     seen: dict[str, int] = {}
@@ -252,3 +245,13 @@ def dump_spec_yaml(spec: SweepSpec) -> str:
     import yaml
 
     return yaml.safe_dump(spec.to_dict(), sort_keys=False, default_flow_style=None, allow_unicode=True, width=100)
+
+
+def shorthand_name(spec_dict: dict) -> str:
+    """Deterministic directory name for a sweep given on the command line (same command -> same dir)."""
+    import hashlib
+    import json
+
+    tasks = "+".join(t["task"] if isinstance(t, dict) else str(t) for t in spec_dict.get("tasks", []))
+    digest = hashlib.sha256(json.dumps(spec_dict, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    return f"{tasks}-{digest}"

@@ -13,8 +13,8 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from ..errors import MibenchError
-from ..units import LN2
+from mibench.errors import MibenchError
+from mibench.utils.units import LN2
 
 
 @runtime_checkable
@@ -91,14 +91,34 @@ def bsc_crossover(ds: int, mi_bits: float) -> float:
         return 0.0
     if target >= 1.0:
         return 0.5
-    lo, hi = 0.0, 0.5
-    for _ in range(200):
+    return invert_monotone(binary_entropy_bits, target, 0.0, 0.5)
+
+
+def invert_monotone(f, target: float, lo: float, hi: float, *, increasing: bool = True, max_iter: int = 200,
+                    tol: float = 1e-17) -> float:
+    """The x in [lo, hi] with f(x) = target, for f strictly monotone on [lo, hi], by bisection.
+
+    The bracket is halved until it is narrower than ``tol`` (machine precision by default) or
+    ``max_iter`` halvings are done; the midpoint of the last bracket is returned.  A target outside
+    f's range on the bracket gives (to within ``tol``) the end of the bracket nearest to it.
+
+    Parameters
+    ----------
+    f : the monotone function of one float.
+    target : the value to reach.
+    lo, hi : the bracket, lo < hi.
+    increasing : f increases on [lo, hi] (False: it decreases).
+    max_iter : most halvings.
+    tol : bracket width at which to stop.
+    """
+    for _ in range(max_iter):
         mid = 0.5 * (lo + hi)
-        if binary_entropy_bits(mid) < target:
+        below = f(mid) < target if increasing else f(mid) > target    # the root lies above mid
+        if below:
             lo = mid
         else:
             hi = mid
-        if hi - lo < 1e-17:
+        if hi - lo < tol:
             break
     return 0.5 * (lo + hi)
 

@@ -37,9 +37,9 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .catalogue import FixedMITask, add_to_catalogue, fixed_mi_bits_text
-from .distributions import _chi2, gaussian_mi_from_cov, student_t_correction_nats
-from .registry import TASKS
+from mibench.tasks.catalogue import FixedMITask, add_to_catalogue, fixed_mi_bits_text
+from mibench.tasks.distributions import chi2_draw, gaussian_mi_from_cov, student_t_correction_nats
+from mibench.tasks.registry import TASKS
 
 F64 = torch.float64
 BIMODAL_LO, BIMODAL_HI = -10.0, 10.0   # bracket of the bimodal inverse CDFs (as BMI's)
@@ -106,7 +106,7 @@ def student_identity(dim_x: int, dim_y: int, df: int) -> Dist:
 
     def draw(n, g, device):
         z = torch.randn(n, dim_x + dim_y, generator=g, device=device, dtype=F64)
-        w = _chi2(float(df), n, g, device).to(F64)
+        w = chi2_draw(float(df), n, g, device).to(F64)
         xy = z / torch.sqrt(w / df)[:, None]
         return xy[:, :dim_x], xy[:, dim_x:]
 

@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .bmi_v1 import Dist, register, spiral, two_pair_cov
-from .catalogue import add_to_catalogue
+from mibench.tasks.bmi_v1 import Dist, register, spiral, two_pair_cov
+from mibench.tasks.catalogue import add_to_catalogue
 
 F64 = torch.float64
 MC_DRAWS = 200_000

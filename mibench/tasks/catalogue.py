@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import MibenchError
-from ..units import LN2
-from .base import FIXED_LEVELS, check_fixed_level
+from mibench.errors import MibenchError
+from mibench.utils.units import LN2
+from mibench.tasks.base import FIXED_LEVELS, check_fixed_level
 
 LEE_RHEE_TASKS = ("gaussian", "vision", "text", "mixed")
 
@@ -149,7 +149,7 @@ class FixedMITask:
 def task_list_lines() -> list[str]:
     """``mibench list``'s task section: tasks outside any catalogue and the name patterns first (as
     before), then one block per catalogue with its tasks' one-line descriptions."""
-    from .registry import TASKS
+    from mibench.tasks.registry import TASKS
 
     members = {n.lower() for names in CATALOGUES.values() for n in names if n not in LEE_RHEE_TASKS}
     entries = {e.name.lower(): e for e in TASKS}

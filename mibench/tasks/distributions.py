@@ -38,11 +38,11 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from ..errors import MibenchError
-from ..registry import Entry
-from ..units import LN2
-from .registry import TASKS
-from .base import check_mi_request
+from mibench.errors import MibenchError
+from mibench.utils.registry import Entry
+from mibench.utils.units import LN2
+from mibench.tasks.registry import TASKS
+from mibench.tasks.base import check_mi_request
 
 MAX_DIM = 512
 MIX_SHIFT = 2.0          # component means at +-2 (unit variance): clearly bimodal margins
@@ -174,7 +174,7 @@ class DistributionTask:
         x, y = u @ self._at, v @ self._bt
         if self.kind == "student-t":
             # W ~ chi^2_nu drawn from the task's generator (torch's Gamma sampler takes none)
-            scale = torch.sqrt(_chi2(self.dof, int(batch_size), generator, self.device) / self.dof)[:, None]
+            scale = torch.sqrt(chi2_draw(self.dof, int(batch_size), generator, self.device) / self.dof)[:, None]
             return x / scale, y / scale
         if self.kind in TRANSFORMS:
             x, y = _transform(self.kind, x / self._sx), _transform(self.kind, y / self._sy)
@@ -201,7 +201,7 @@ def _transform(kind: str, z: torch.Tensor) -> torch.Tensor:
     return torch.asinh(z)
 
 
-def _chi2(nu: float, n: int, generator, device) -> torch.Tensor:
+def chi2_draw(nu: float, n: int, generator, device) -> torch.Tensor:
     """n draws of chi^2_nu from ``generator``: Marsaglia & Tsang (2000) gamma sampler (exact,
     rejection) for shape nu/2 (boosted by U^(1/a) when the shape is < 1), times 2."""
     a = nu / 2.0
@@ -302,7 +302,7 @@ def draw(name: str, n: int, *, mi_nats: float | None = None, mi_bits: float | No
     """A fixed dataset of ``n`` pairs of task ``name`` at the given MI (give exactly one of
     ``mi_nats`` / ``mi_bits``) and seed: one ``task.sample(n, mi_bits, generator)`` call.
     Returns ``(x, y, truth_nats)`` with numpy float32 arrays (n, dim_x), (n, dim_y)."""
-    from .registry import make_task
+    from mibench.tasks.registry import make_task
 
     if (mi_nats is None) == (mi_bits is None):
         raise MibenchError("draw needs exactly one of mi_nats / mi_bits")

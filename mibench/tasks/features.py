@@ -38,10 +38,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import MibenchError
-from ..registry import Entry
-from .registry import TASKS
-from .pools import BSCSources, ClassPool, cached_filter, check_kept_pool, fit_linear_decoder, pool_info
+from mibench.errors import MibenchError
+from mibench.utils.registry import Entry
+from mibench.tasks.registry import TASKS
+from mibench.tasks.pools import BSCSources, ClassPool, cached_filter, check_kept_pool, fit_linear_decoder, pool_info
 
 DEFAULT_MARGIN = 1.0
 

@@ -10,9 +10,9 @@ from functools import lru_cache
 
 import torch
 
-from ..errors import MibenchError
-from .registry import TASKS
-from .base import check_mi_request, gaussian_rho
+from mibench.errors import MibenchError
+from mibench.tasks.registry import TASKS
+from mibench.tasks.base import check_mi_request, gaussian_rho
 
 
 class GaussianTask:

@@ -32,11 +32,12 @@ import os
 import numpy as np
 import torch
 
-from ..errors import MibenchError
-from ..units import LN2
-from .base import check_mi_request
-from .catalogue import add_to_catalogue
-from .registry import TASKS
+from mibench.errors import MibenchError
+from mibench.utils.units import LN2
+from mibench.tasks.base import check_mi_request, invert_monotone
+from mibench.tasks.catalogue import add_to_catalogue
+from mibench.tasks.pools import fit_linear_decoder
+from mibench.tasks.registry import TASKS
 
 FILTER_VERSION = 1
 MIN_KEPT = 50
@@ -76,18 +77,10 @@ def kary_error(k: int, mi_bits: float) -> float:
     check_channel(k, 0.0)
     check_mi_request(f"{k}-ary channel", mi_bits, math.log2(k), f"alphabet of {k} classes")
     target = mi_bits * LN2
-    lo, hi = 0.0, 1.0 - 1.0 / k          # MI falls from log K to 0 on this interval
     if target >= math.log(k):
         return 0.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if kary_mi_nats(k, mid) > target:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-17:
-            break
-    return 0.5 * (lo + hi)
+    # MI falls from log K to 0 on [0, 1 - 1/K]
+    return invert_monotone(lambda eps: kary_mi_nats(k, eps), target, 0.0, 1.0 - 1.0 / k, increasing=False)
 
 
 def channel_joint_pmf(k: int, eps: float) -> np.ndarray:
@@ -100,39 +93,16 @@ def channel_joint_pmf(k: int, eps: float) -> np.ndarray:
 
 # ------------------------------------------------------------------------- K-class decoder pool
 
-def fit_softmax_decoder(features, labels, k: int, l2: float = 1e-3, max_iter: int = 200):
-    """Multinomial logistic regression by full-batch L-BFGS (float32) on standardised features.
-    Returns ``logits(features) -> np.ndarray (n, k)``."""
-    x = torch.as_tensor(np.asarray(features, dtype=np.float32))
-    y = torch.as_tensor(np.asarray(labels, dtype=np.int64))
-    mean, std = x.mean(0), x.std(0).clamp_min(1e-3)
-    z = (x - mean) / std
-    w = torch.zeros(z.shape[1], k, requires_grad=True)
-    b = torch.zeros(k, requires_grad=True)
-    opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=max_iter, tolerance_grad=1e-7, tolerance_change=1e-10,
-                            history_size=20, line_search_fn="strong_wolfe")
-
-    def closure():
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(z @ w + b, y) + 0.5 * l2 * (w * w).sum()
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    w_, b_ = w.detach(), b.detach()
-
-    def logits(feat) -> np.ndarray:
-        f = torch.as_tensor(np.asarray(feat, dtype=np.float32))
-        return (((f - mean) / std) @ w_ + b_).numpy()
-
-    return logits
+#: the K-class decoder's settings (:func:`mibench.tasks.pools.fit_linear_decoder`, softmax loss)
+SOFTMAX_DECODER = {"l2": 1e-3, "max_iter": 200, "tolerance_grad": 1e-7, "tolerance_change": 1e-10,
+                   "dtype": torch.float32, "std_floor": 1e-3}
 
 
 def filter_classes(features: np.ndarray, labels: np.ndarray, k: int, margin: float) -> dict:
     """Keep the items the fitted K-class decoder gets right with a logit margin >= ``margin``."""
     if not margin >= 0:
         raise MibenchError(f"decoder margin must be >= 0, got {margin}")
-    logit = fit_softmax_decoder(features, labels, k)(features)
+    logit = fit_linear_decoder(features, labels, loss="softmax", k=k, **SOFTMAX_DECODER)(features)
     rows = np.arange(len(labels))
     own = logit[rows, labels]
     other = logit.copy()
@@ -149,7 +119,7 @@ def filter_classes(features: np.ndarray, labels: np.ndarray, k: int, margin: flo
 
 def cached_class_filter(identity: dict, features_fn, labels: np.ndarray, k: int, margin: float) -> dict:
     """:func:`filter_classes` cached under ``<cache>/pools`` by data identity and settings."""
-    from ..data.sources import cache_dir
+    from mibench.data.sources import cache_dir
 
     key = {"version": FILTER_VERSION, "identity": identity, "k": int(k), "margin": float(margin), "n": int(len(labels))}
     kh = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
@@ -175,19 +145,19 @@ def cached_class_filter(identity: dict, features_fn, labels: np.ndarray, k: int,
 def load_images(dataset: str, data_dir=None):
     """(uint8 images (N, ...), int64 labels, source text, identity) of the full dataset; refused in one
     line when only the embedded subset (two MNIST classes, no CIFAR labels) is present."""
-    from ..data import embedded
+    from mibench.data import embedded
 
     kind, where, rows = embedded.choose_source(dataset, data_dir)
     if kind != "full":
         raise MibenchError(f"the label channel needs the full {dataset} data (all ten classes); set --data-dir or "
                            "$MIBENCH_DATA (`mibench data` shows what is present)")
     if dataset == "mnist":
-        from ..data.loaders import load_mnist
+        from mibench.data.loaders import load_mnist
 
         images, labels, _ = load_mnist(where, "train")
         source = f"full data ({where}/mnist, train split, md5 verified)"
     else:
-        from ..data.loaders import load_cifar10
+        from mibench.data.loaders import load_cifar10
 
         images, labels, batches, _ = load_cifar10(where)
         source = f"full data ({where}/cifar10, batches {', '.join(batches)})"

@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .registry import TASKS
-from .pools import BSCSources
-from .text import DEFAULT_MARGIN, load_imdb_pool
-from .vision import DEFAULT_SIDE, RESIZE, Renderer, check_nuisance, check_side, load_backgrounds, load_mnist_pool, parse_layout
+from mibench.tasks.registry import TASKS
+from mibench.tasks.pools import BSCSources
+from mibench.tasks.text import DEFAULT_MARGIN, load_imdb_pool
+from mibench.tasks.vision import DEFAULT_SIDE, RESIZE, Renderer, check_nuisance, check_side, load_backgrounds, load_mnist_pool, parse_layout
 
 
 class MixedTask(BSCSources):
@@ -55,7 +55,7 @@ class MixedTask(BSCSources):
         """(probe record, exact-check record, notes): X's canvas checked as in the vision task, Y's
         blocks as in the text task (:mod:`mibench.tasks.truth_check`); probes on both."""
         if getattr(self, "_decodability", None) is None:
-            from .truth_check import check_blocks, check_canvas, rendered_truth
+            from mibench.tasks.truth_check import check_blocks, check_canvas, rendered_truth
 
             ident = {"image": self._image_info, "text": self._text_info, "layout": self.layout, "side": self.side,
                      "nuisance": self.nuisance, "backgrounds": self._bg_info}

@@ -36,12 +36,12 @@ import re
 import numpy as np
 import torch
 
-from ..errors import MibenchError
-from ..registry import Entry
-from ..units import LN2
-from .base import check_mi_request
-from .catalogue import add_to_catalogue
-from .registry import TASKS
+from mibench.errors import MibenchError
+from mibench.utils.registry import Entry
+from mibench.utils.units import LN2
+from mibench.tasks.base import check_mi_request
+from mibench.tasks.catalogue import add_to_catalogue
+from mibench.tasks.registry import TASKS
 
 F64 = torch.float64
 SIGMA = 0.2           # mutinfo's symmetric_gaussian_field default

@@ -25,43 +25,73 @@ import os
 import numpy as np
 import torch
 
-from ..errors import MibenchError
-from .base import bsc_crossover, check_mi_request
+from mibench.errors import MibenchError
+from mibench.tasks.base import bsc_crossover, check_mi_request
 
 DECODER_VERSION = 1
 
 
 def fit_linear_decoder(features, labels, l2: float = 1e-3, max_iter: int = 300,
-                       tolerance_grad: float = 1e-9, tolerance_change: float = 1e-12, dtype=torch.float64):
-    """Logistic regression by full-batch L-BFGS in float64 on standardised features: class 1 vs 0
-    for 1-D ``labels``, or one independent regression per column for 2-D (n, m) 0/1 ``labels``
-    (the per-source probes of :mod:`mibench.encoders.study`).
+                       tolerance_grad: float = 1e-9, tolerance_change: float = 1e-12, dtype=torch.float64, *,
+                       loss: str = "sigmoid", k: int | None = None, std_floor: float = 1e-6):
+    """A linear decoder fitted by full-batch L-BFGS (strong-Wolfe line search, history 20) on
+    standardised features, with an L2 penalty ``0.5 * l2 * |W|^2``.
 
-    Returns a function ``logits(features) -> np.ndarray`` (float64 log-odds of class 1, shape
-    (n,) or (n, m)).
+    ``loss="sigmoid"``: logistic regression, class 1 vs 0 for 1-D ``labels``, or one independent
+    regression per column for 2-D (n, m) 0/1 ``labels`` (the per-source probes of
+    :mod:`mibench.analysis.layer_study`).  ``loss="softmax"``: multinomial logistic regression on
+    integer ``labels`` in 0..k-1 (the K-class decoder of :mod:`mibench.tasks.label_channel`).
+
+    Parameters
+    ----------
+    features : (n, d) array or tensor.
+    labels : (n,) or (n, m) 0/1 labels (sigmoid); (n,) class indices (softmax).
+    l2 : L2 penalty on the weights.
+    max_iter, tolerance_grad, tolerance_change : L-BFGS settings.
+    dtype : the dtype the decoder is fitted and applied in.
+    loss : ``"sigmoid"`` or ``"softmax"``.
+    k : number of classes (softmax only).
+    std_floor : smallest feature standard deviation used for standardising.
+
+    Returns
+    -------
+    A function ``logits(features) -> np.ndarray``: sigmoid, float64 log-odds of class 1, shape (n,)
+    or (n, m); softmax, the (n, k) logits in ``dtype``.
     """
+    if loss not in ("sigmoid", "softmax"):
+        raise ValueError(f"loss must be 'sigmoid' or 'softmax', got {loss!r}")
+    if loss == "softmax" and k is None:
+        raise ValueError("a softmax decoder needs k, the number of classes")
     x = torch.as_tensor(features).to(dtype)
-    y = torch.as_tensor(np.asarray(labels)).to(dtype)
+    if loss == "softmax":
+        y = torch.as_tensor(np.asarray(labels, dtype=np.int64))
+        out_shape = (k,)
+        objective = torch.nn.functional.cross_entropy
+    else:
+        y = torch.as_tensor(np.asarray(labels)).to(dtype)
+        out_shape = tuple(y.shape[1:])
+        objective = torch.nn.functional.binary_cross_entropy_with_logits
     mean = x.mean(0)
-    std = x.std(0).clamp_min(1e-6)
+    std = x.std(0).clamp_min(std_floor)
     z = (x - mean) / std
-    w = torch.zeros((z.shape[1], *y.shape[1:]), dtype=dtype, requires_grad=True)
-    b = torch.zeros(y.shape[1:], dtype=dtype, requires_grad=True)
+    w = torch.zeros((z.shape[1], *out_shape), dtype=dtype, requires_grad=True)
+    b = torch.zeros(out_shape, dtype=dtype, requires_grad=True)
     opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=max_iter, tolerance_grad=tolerance_grad,
                             tolerance_change=tolerance_change, history_size=20, line_search_fn="strong_wolfe")
 
     def closure():
         opt.zero_grad()
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(z @ w + b, y) + 0.5 * l2 * (w * w).sum()
-        loss.backward()
-        return loss
+        value = objective(z @ w + b, y) + 0.5 * l2 * (w * w).sum()
+        value.backward()
+        return value
 
     opt.step(closure)
     w_, b_ = w.detach(), b.detach()
 
     def logits(feat) -> np.ndarray:
         f = torch.as_tensor(feat).to(dtype)
-        return (((f - mean) / std) @ w_ + b_).double().numpy()
+        out = ((f - mean) / std) @ w_ + b_
+        return (out.double() if loss == "sigmoid" else out).numpy()
 
     return logits
 
@@ -96,7 +126,7 @@ def filter_by_decoder(features: np.ndarray, labels: np.ndarray, margin: float, l
 
 def cached_filter(kind: str, identity: dict, features_fn, labels: np.ndarray, margin: float, l2: float = 1e-3) -> dict:
     """:func:`filter_by_decoder` with its result cached under ``<cache>/pools`` by identity+settings."""
-    from ..data.sources import cache_dir
+    from mibench.data.sources import cache_dir
 
     key = {"version": DECODER_VERSION, "kind": kind, "identity": identity, "margin": float(margin), "l2": float(l2),
            "n": int(len(labels))}
@@ -164,7 +194,7 @@ class ClassPool:
         (= ds (1 - H_b(beta)) bits with an error-free decoder).  ``exclude_same_item=True`` is the
         paper's construction (§4.4: "a different image or text of same class is drawn"): where
         cy == cx, iy is never the same item as ix.  That couples the item indices and adds a small
-        excess over ds (1 - H_b(beta)) that shrinks with the pool size (tests/tasks/test_paper_fidelity.py
+        excess over ds (1 - H_b(beta)) that shrinks with the pool size (tests/tasks/test_truth_and_pairing.py
         computes it exactly by enumeration).
         """
         u = torch.rand((2,) + tuple(cx.shape), generator=generator, device=self.device, dtype=torch.float64)
@@ -197,7 +227,7 @@ def pairing_mi_bits(sizes, beta: float, exclude_same_item: bool) -> float:
     * exclusion: same-class pairs i != j have ratio 2 (1 - beta) n_c / (n_c - 1), so
       I = 1 - H_b(beta) + (1 - beta) / 2 * sum_c log2(n_c / (n_c - 1))  (the excess).
 
-    ds independent sources add up.  tests/tasks/test_paper_fidelity.py checks this against brute-force
+    ds independent sources add up.  tests/tasks/test_truth_and_pairing.py checks this against brute-force
     enumeration of the joint pmf and against :meth:`ClassPool.draw`.
     """
     b = float(beta)
@@ -237,7 +267,7 @@ def rendered_decodability(task, identity: dict, sides=("x",), n: int = RENDER_CH
     fraction of held-out samples with every source decoded, "min_source_accuracy", "fit_accuracy",
     "n_fit", "n_test", "probe"}; cached under ``<cache>/pools`` by ``identity``.
     """
-    from ..data.sources import cache_dir
+    from mibench.data.sources import cache_dir
 
     dr = max(int(task.dim_x), int(task.dim_y))
     n = int(max(400, min(n, RENDER_CHECK_ELEMENTS // dr)))

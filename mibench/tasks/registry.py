@@ -2,8 +2,8 @@
 builds one (task modules register themselves by importing ``TASKS`` from here)."""
 from __future__ import annotations
 
-from ..checks import check_task_params
-from ..registry import Registry
+from mibench.utils.checks import check_task_params
+from mibench.utils.registry import Registry
 
 TASKS: Registry = Registry("task")
 
@@ -20,7 +20,7 @@ def make_task(name: str, device="cpu", **params):
     """
     transform, layer = params.pop("transform", None), params.pop("layer", None)
     if transform is not None or layer is not None:
-        from .transformed import check_transform, wrap
+        from mibench.tasks.transformed import check_transform, wrap
 
         check_transform(transform, layer)  # bad names fail before any data is loaded
     entry = TASKS.get(name)

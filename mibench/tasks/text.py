@@ -35,10 +35,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..errors import MibenchError
-from .registry import TASKS
-from .pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
-from .vision import pairing_info, parse_layout
+from mibench.errors import MibenchError
+from mibench.tasks.registry import TASKS
+from mibench.tasks.pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
+from mibench.tasks.vision import pairing_info, parse_layout
 
 DEFAULT_MARGIN = 1.0
 
@@ -57,8 +57,8 @@ def load_imdb_pool(data_dir=None, encoder=None, n_per_class=None, max_length=Non
     the text inputs on the scale of the image inputs (raw MiniLM coordinates have std ~0.05, and
     critics then barely move in short trainings).
     """
-    from ..data import embedded
-    from ..data import embeddings as E
+    from mibench.data import embedded
+    from mibench.data import embeddings as E
 
     n_per_class = E.DEFAULT_N_PER_CLASS if n_per_class is None else int(n_per_class)
     max_length = E.default_max_length(encoder, max_length)
@@ -143,7 +143,7 @@ class TextTask(BSCSources):
         unchanged, so the class of each block is a function of X iff no two kept items of different
         classes are identical (:func:`mibench.tasks.truth_check.check_blocks`)."""
         if getattr(self, "_decodability", None) is None:
-            from .truth_check import check_blocks, rendered_truth
+            from mibench.tasks.truth_check import check_blocks, rendered_truth
 
             ident = {"pool": self._pool_info, "ds": self.ds}
             self._decodability = rendered_truth(self, ident, {"x": lambda: check_blocks(self.pool)},

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import MibenchError
+from mibench.errors import MibenchError
 
 
 def sample_shapes(task) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -38,7 +38,7 @@ class TransformedTask:
     """(g(X), g(Y)) for a base task; same ``sample`` / ``info`` protocol as every task."""
 
     def __init__(self, base, transform: str, layer=None, seed: int = 0):
-        from ..encoders import ENCODERS, make_encoder
+        from mibench.encoders import ENCODERS, make_encoder
 
         self.base = base
         entry = ENCODERS.get(transform)
@@ -99,8 +99,8 @@ class TransformedTask:
 
 def check_transform(transform=None, layer=None) -> None:
     """Refuse unknown transform / layer names (one line) before the base task is built."""
-    from ..encoders import ENCODERS
-    from ..encoders.resnet import check_layer
+    from mibench.encoders import ENCODERS
+    from mibench.encoders.resnet import check_layer
 
     if transform in (None, "", "none"):
         if layer not in (None, ""):

@@ -49,7 +49,7 @@ import os
 import numpy as np
 import torch
 
-from ..errors import MibenchError
+from mibench.errors import MibenchError
 
 CHECK_VERSION = 2
 ROUNDING_MARGIN = 1e-5    # float32 rounding of a + eta * b (a few 1e-7), generously
@@ -198,7 +198,7 @@ def check_blocks(pool) -> dict:
 
 def cached_check(kind: str, identity: dict, compute) -> dict:
     """``compute()`` cached under ``<cache>/pools`` by ``identity`` (JSON-able)."""
-    from ..data.sources import cache_dir
+    from mibench.data.sources import cache_dir
 
     key = {"version": CHECK_VERSION, "kind": kind, "identity": identity}
     key = json.loads(json.dumps(key, sort_keys=True, default=str))
@@ -245,7 +245,7 @@ def rendered_truth(task, identity: dict, checks: dict, **probe_kwargs):
     condition of the truth."""
     import sys
 
-    from .pools import rendered_decodability
+    from mibench.tasks.pools import rendered_decodability
 
     ident = {**identity, "torch": torch.__version__}
     done = {side: cached_check(f"{task.name}-{side}", {**ident, "side_checked": side}, fn) for side, fn in checks.items()}

@@ -41,9 +41,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..errors import MibenchError
-from .registry import TASKS
-from .pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
+from mibench.errors import MibenchError
+from mibench.tasks.registry import TASKS
+from mibench.tasks.pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
 
 PATCH = 28
 DEFAULT_SIDE = 64   # paper §5.5 / the authors' default dr = 4096 at ds = 10
@@ -130,8 +130,8 @@ def _subset_per_class(labels: np.ndarray, n_per_class, seed: int = 0) -> np.ndar
 
 def load_mnist_pool(data_dir=None, n_per_class=None, margin: float = 1.0, device="cpu"):
     """(ClassPool of uint8 (N, 28, 28) digits, info dict) after the decoder filter."""
-    from ..data import embedded
-    from ..data.loaders import load_mnist
+    from mibench.data import embedded
+    from mibench.data.loaders import load_mnist
 
     kind, where, rows = embedded.choose_source("mnist", data_dir)
     if kind == "full":
@@ -163,8 +163,8 @@ def load_mnist_pool(data_dir=None, n_per_class=None, margin: float = 1.0, device
 
 def load_backgrounds(data_dir=None, device="cpu"):
     """(uint8 (N, 3, 32, 32) tensor on device, info dict) of CIFAR-10 nuisance backgrounds."""
-    from ..data import embedded
-    from ..data.loaders import load_cifar10
+    from mibench.data import embedded
+    from mibench.data.loaders import load_cifar10
 
     kind, where, rows = embedded.choose_source("cifar10", data_dir)
     if kind == "full":
@@ -267,7 +267,7 @@ class VisionTask(BSCSources):
         (:func:`mibench.tasks.truth_check.rendered_truth`; X and Y canvases come from the same pool and
         renderer, so one check covers both); computed once (cached on disk)."""
         if getattr(self, "_decodability", None) is None:
-            from .truth_check import check_canvas, rendered_truth
+            from mibench.tasks.truth_check import check_canvas, rendered_truth
 
             ident = {"pool": self._pool_info, "layout": self.layout, "side": self.side, "nuisance": self.nuisance,
                      "backgrounds": self._bg_info}

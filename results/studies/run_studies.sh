@@ -27,7 +27,7 @@ for s in "${studies[@]}"; do
   if [ "$s" = resnet-layers ]; then
     nice -n 5 python -m mibench.cli encoders layer-study results/sweeps/studies-resnet-layers -o results/studies
   else
-    python results/studies/make_figures.py "$s"
+    python scripts/make_study_figures.py "$s"
   fi
   [ -f results/studies/wall_seconds.csv ] || echo "study,wall_seconds" > results/studies/wall_seconds.csv
   echo "$s,$((t1 - t0))" >> results/studies/wall_seconds.csv

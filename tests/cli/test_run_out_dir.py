@@ -101,8 +101,8 @@ def test_default_out_directories_are_unique(tmp_path):
 def test_stream_resume_gives_the_uninterrupted_numbers(tmp_path, monkeypatch, capsys):
     """Interrupted after a checkpoint, resumed: estimates.csv and summary.csv equal an uninterrupted
     run's (bit for bit, run_id aside)."""
-    import mibench.protocols.stream_training as training
-    from mibench.protocols.stream_run import RunConfig, prepare, run
+    import mibench.protocols.stream.training as training
+    from mibench.protocols.stream.run import RunConfig, prepare, run
     from mibench.records import read_config
 
     args = [*STREAM[:-4], "--steps", "300", "--mi", "1,2"]
@@ -135,7 +135,7 @@ def test_stream_resume_gives_the_uninterrupted_numbers(tmp_path, monkeypatch, ca
 
 
 def test_sample_resume_keeps_what_was_estimated(tmp_path, monkeypatch):
-    import mibench.protocols.sample_run as sample_run
+    import mibench.protocols.sample.run as sample_run
     from mibench.records import read_config, read_sample_estimates
 
     cfg = sample_run.SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=["gaussian", "ksg"], mi=1,

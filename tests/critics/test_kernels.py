@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from mibench import kernels
+from mibench.critics import kernels
 
 
 @pytest.mark.skipif(not kernels.ONEDNN, reason="oneDNN linear not available in this torch build")
@@ -77,7 +77,7 @@ def test_strided_route_refused_when_it_is_not_fp32(monkeypatch):
     """On CPUs where oneDNN really computes fp32 matmuls in bf16 (AMX), the probe must say no."""
     monkeypatch.setattr(kernels, "_STRIDED_MM", None)
     monkeypatch.setattr(kernels, "_mm_via_onednn", lambda a, b: a.bfloat16().float() @ b.bfloat16().float())
-    assert kernels._strided_mm_is_fp32() is False
+    assert kernels.strided_mm_is_fp32() is False
     monkeypatch.setattr(kernels, "_STRIDED_MM", None)
     monkeypatch.setattr(kernels, "_mm_via_onednn", lambda a, b: a @ b)
-    assert kernels._strided_mm_is_fp32() is True
+    assert kernels.strided_mm_is_fp32() is True

@@ -156,8 +156,8 @@ def test_flows_on_vectors_and_mixed_shapes():
 def test_layer_study_table_and_plot(tiny_vision, tmp_path):
     """Runs with --transform resnet --layer ... -> resnet_layers.csv / .png with truth and accuracies."""
     import mibench.encoders.resnet as R
-    from mibench.encoders.study import run_layer_study
-    from mibench.protocols.stream_run import RunConfig, run
+    from mibench.analysis.layer_study import run_layer_study
+    from mibench.protocols.stream.run import RunConfig, run
 
     old = (R.DEFAULT_STEPS, R.DEFAULT_WIDTH, R.DEFAULT_EVAL_N)
     R.DEFAULT_STEPS, R.DEFAULT_WIDTH, R.DEFAULT_EVAL_N = 2, 4, 32
@@ -182,7 +182,7 @@ def test_layer_study_table_and_plot(tiny_vision, tmp_path):
 
 def test_encoder_presets_expand():
     sweep = pytest.importorskip("mibench.sweep")
-    from mibench.encoders.presets import PRESETS
+    from mibench.sweep.presets.encoders import PRESETS
 
     for name, p in PRESETS.items():
         for form in ("quick", "full"):

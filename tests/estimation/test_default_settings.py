@@ -84,7 +84,7 @@ def test_whole_matrix_readout_matches_a_direct_computation():
 
 
 def _sample_setup(task, params, mi, seed):
-    from mibench.protocols.sample_run import draw_dataset
+    from mibench.protocols.sample.run import draw_dataset
     from mibench.tasks import make_task
 
     return draw_dataset(make_task(task, device="cpu", **params), 10_000, mi, seed)

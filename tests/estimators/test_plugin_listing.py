@@ -32,7 +32,7 @@ def installed(tmp_path, monkeypatch):
 
 
 def test_installed_plugins_rows(installed):
-    from mibench.plugins import installed_plugins
+    from mibench.estimators.plugins import installed_plugins
 
     rows = {r["name"]: r for r in installed_plugins() if r["source"] == "mibench-listing-test 0.3"}
     assert set(rows) == {"listing-good", "listing-broken", "listing-not-an-estimator", "ksg"}
@@ -58,7 +58,7 @@ def test_mibench_list_shows_plugins_and_one_line_per_failure(installed, capsys):
 
 
 def test_no_plugins_installed_says_so(monkeypatch):
-    from mibench import plugins
+    from mibench.estimators import plugins
 
     monkeypatch.setattr(plugins, "entry_points_installed", lambda: [])
     lines = plugins.plugin_lines()
@@ -80,7 +80,7 @@ def gaussian(x, y):
 
 
 def test_user_names_are_qualified_by_module():
-    from mibench.evaluation import SCRIPT_QUALIFIER, _name_of
+    from mibench.analysis.evaluate import SCRIPT_QUALIFIER, _name_of
 
     mod = CCA.__module__
     assert _name_of(CCA()) == _name_of(CCA) == f"{mod}.CCA"
@@ -111,8 +111,8 @@ def test_register_estimator_refuses_builtins_and_aliases():
 def test_evaluate_a_class_named_cca(tmp_path, capsys):
     """evaluate(CCA()) runs under its qualified name and ranks next to the baselines."""
     import mibench
-    from mibench.evaluation import COMMON, SETUPS
-    from mibench.protocols.sample_run import SampleConfig, run_sample
+    from mibench.analysis.evaluate import COMMON, SETUPS
+    from mibench.protocols.sample.run import SampleConfig, run_sample
 
     s = SETUPS["gaussian"]
     base = tmp_path / "baselines"

@@ -34,7 +34,7 @@ def _rows(run_dir):
 
 
 def test_protocol_kinds_and_function_wrapping():
-    from mibench.estimators.protocols import FunctionEstimator, as_estimator, kind_of
+    from mibench.estimators.kinds import FunctionEstimator, as_estimator, kind_of
     from mibench.estimators.registry import estimator_kind
 
     assert estimator_kind("smile-5") == "critic" and estimator_kind("infonce") == "critic"
@@ -54,7 +54,7 @@ def test_module_name_plugin_is_accurate_on_gaussians():
     """The example's Gaussian closed form on d = 2 correlated Gaussians, n = 4000: its bias is
     ~ dx*dy/(2n) nats = 0.0007 bits and its spread over seeds measured 0.01-0.03 bits at 1 and 3
     bits (seeds 0-4), so 0.1 bits is a safe bound that a wrong estimator (or wrong units) fails."""
-    from mibench.protocols.sample_run import SampleConfig, run_sample
+    from mibench.protocols.sample.run import SampleConfig, run_sample
 
     res = run_sample(SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=[GOOD],
                                   mi="1,3", n=4000, seeds=[0, 1], timeout=None))
@@ -73,7 +73,7 @@ def test_entry_point_discovery(tmp_path, monkeypatch):
                                            "ep-broken-test = no_such_module_xyz:Thing\n")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     from mibench.estimators import ESTIMATORS
-    from mibench.estimators.plugins import entry_point_names
+    from mibench.estimators.lookup import entry_point_names
 
     assert "ep-gaussian-test" in entry_point_names()
     entry = ESTIMATORS.get("ep-gaussian-test")
@@ -155,7 +155,7 @@ def test_register_estimator_and_local_pool_sweep(tmp_path):
     report = run_sweep(spec, tmp_path / "sw", workers=2, plot=False, log=lambda s: None)
     assert not report.failed and report.ran == 3
     assert not report.ok and report.failed_estimates == 2      # Raises, once per seed: counted, not a failed cell
-    from mibench.leaderboard import build
+    from mibench.analysis.leaderboard import build
 
     board, _ = build([tmp_path / "sw"])
     by = {r["estimator"]: r for _, r in board.iterrows()}

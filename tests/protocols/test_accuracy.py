@@ -10,7 +10,7 @@ Band: calibrated mean +- 0.08 bits (> 5 sd, and wider than the whole seed range)
 """
 import pytest
 
-from mibench.protocols.stream_run import RunConfig, run
+from mibench.protocols.stream.run import RunConfig, run
 
 CALIBRATED = {"nwj": 1.888, "js": 1.865, "infonce": 1.821, "dv": 1.899, "mine": 1.903, "smile-5": 1.873,
               "smile-inf": 1.871, "tuba": 1.899}

@@ -10,7 +10,7 @@ import pytest
 
 from mibench.cli import main
 from mibench.errors import MibenchError
-from mibench.protocols.sample_run import SampleConfig, draw_dataset, run_sample
+from mibench.protocols.sample.run import SampleConfig, draw_dataset, run_sample
 
 LN2 = math.log(2.0)
 
@@ -36,7 +36,7 @@ def test_metrics_are_over_seeds_in_bits(tmp_path, seed_valued):
     assert row["mean_estimate"] == pytest.approx(2.0) and row["bias"] == pytest.approx(0.0)
     assert row["variance"] == pytest.approx(2 / 3) and row["mse"] == pytest.approx(2 / 3)
     assert row["steps"] == 3 and row["failed"] == 0 and row["kind"] == "black-box" and row["n"] == 100
-    from mibench.leaderboard import build
+    from mibench.analysis.leaderboard import build
 
     board, _ = build([tmp_path])
     (b,) = board.to_dict("records")
@@ -86,7 +86,7 @@ def test_estimate_status_and_stderr_reach_csv_summary_and_leaderboard(tmp_path):
     """Issue 13: mibench.estimate's status / mi_stderr / clipped in sample_estimates.csv (bits),
     counted in summary.csv and the leaderboard; empty for a bare-float estimator."""
     from mibench.estimation import STATUSES
-    from mibench.leaderboard import build
+    from mibench.analysis.leaderboard import build
 
     out = tmp_path / "run"
     run_sample(SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=["infonce", "gaussian"], mi=1,
@@ -114,8 +114,8 @@ def test_estimate_status_and_stderr_reach_csv_summary_and_leaderboard(tmp_path):
 def test_sample_files_without_status_columns_still_load(tmp_path, seed_valued):
     """A run written before mi_status / mi_stderr / clipped existed (a ``flag`` column) still
     loads into the leaderboard and plots."""
-    from mibench.figures import plot_results
-    from mibench.leaderboard import build
+    from mibench.analysis.run_figures import plot_results
+    from mibench.analysis.leaderboard import build
     from mibench.records import read_sample_estimates
 
     out = tmp_path / "old"
@@ -208,7 +208,7 @@ def test_evaluate_ranks_next_to_baselines(tmp_path, capsys):
     """evaluate() on the quick suite against a baseline directory made here with the same setup
     (the committed results/sample_leaderboard has the same setups; a test must not depend on it)."""
     import mibench
-    from mibench.evaluation import COMMON, SETUPS
+    from mibench.analysis.evaluate import COMMON, SETUPS
 
     s = SETUPS["gaussian"]
     base = tmp_path / "baselines"
@@ -230,14 +230,14 @@ def test_evaluate_ranks_next_to_baselines(tmp_path, capsys):
 
 
 def test_committed_sample_leaderboard_matches_the_evaluate_suites():
-    from mibench.evaluation import COMMON, SETUPS, baseline_dir
-    from mibench.leaderboard import read_leaderboard
+    from mibench.analysis.evaluate import COMMON, SETUPS, baseline_dir
+    from mibench.analysis.leaderboard import read_leaderboard
 
     path = baseline_dir() / "leaderboard.csv"
     if not path.is_file():
         pytest.skip("results/sample_leaderboard/leaderboard.csv not committed yet")
     from mibench.data.embeddings import DEFAULT_ENCODER
-    from mibench.protocols.common import canonical_params
+    from mibench.protocols.setup import canonical_params
 
     lb = read_leaderboard(path)
     assert set(lb["protocol"]) == {"sample"} and set(lb["n"]) == {COMMON["n"]}
@@ -261,7 +261,7 @@ def test_readme_snippet_benchmarks_an_estimator(capsys):
     committed baselines in results/sample_leaderboard/)."""
     import re
 
-    from mibench.evaluation import baseline_dir
+    from mibench.analysis.evaluate import baseline_dir
 
     if not (baseline_dir() / "leaderboard.csv").is_file():
         pytest.skip("results/sample_leaderboard not committed yet")
@@ -281,7 +281,7 @@ def test_worker_starts_from_a_script_read_on_stdin(tmp_path):
 
     script = (
         "import mibench, numpy as np\n"
-        "from mibench.protocols.sample_run import SampleConfig, run_sample\n"
+        "from mibench.protocols.sample.run import SampleConfig, run_sample\n"
         "class Mine:\n"
         "    kind, n_parameters = 'black-box', 0\n"
         "    def estimate(self, x, y, *, seed=0):\n"

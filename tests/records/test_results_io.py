@@ -18,7 +18,7 @@ import mibench
 from mibench import records
 from mibench.records import io as records_io
 from mibench.cli import main
-from mibench.protocols.stream_run import RunConfig, run
+from mibench.protocols.stream.run import RunConfig, run
 
 SMALL = dict(task="gaussian", task_params={"dim": 2}, hidden=8, layers=1, batch_size=16, device="cpu")
 REPO = Path(__file__).resolve().parents[2]
@@ -55,7 +55,7 @@ def test_written_files_follow_the_umask(tmp_path, mask):
 
 def test_a_run_directory_follows_the_umask(tmp_path):
     """Every file of a run directory (incl. the PNG and a leaderboard written from it)."""
-    from mibench.leaderboard import build, write_all
+    from mibench.analysis.leaderboard import build, write_all
 
     with umask(0o002):
         run(RunConfig(estimators=["smile"], steps=20, mi="1,2", **SMALL), out_dir=tmp_path / "r")
@@ -133,7 +133,7 @@ def test_reader_drops_a_cut_last_line_and_reads_old_files(tmp_path):
 
 KILL_SCRIPT = """
 import sys
-from mibench.protocols.stream_run import RunConfig, run
+from mibench.protocols.stream.run import RunConfig, run
 run(RunConfig(task="gaussian", task_params={"dim": 2}, estimators=["smile", "dv"], hidden=8, layers=1, batch_size=16,
               device="cpu", steps=100_000, mi="2", log_every=25), out_dir=sys.argv[1], plot=False)
 """
@@ -215,7 +215,7 @@ def test_load_runs_reads_committed_old_format_results():
 
 def test_rerun_from_config_is_bit_identical(tmp_path, capsys, monkeypatch):
     """``mibench run --config`` trains the same numbers, bit for bit, and writes the same file."""
-    import mibench.protocols.stream_run as harness
+    import mibench.protocols.stream.run as harness
 
     cfg = RunConfig(estimators=["smile", "infonce"], steps=30, mi="1,2", seed=5, **SMALL)
     first = run(cfg, out_dir=tmp_path / "first", plot=False)
@@ -259,3 +259,12 @@ def test_rerun_bad_config_is_one_line(tmp_path, capsys, content, match):
     err = capsys.readouterr().err.strip()
     assert err.startswith("mibench: error: --config") and match in err and "\n" not in err
     assert not (tmp_path / "o").exists()
+
+
+def test_float_or_nan_and_slug():
+    assert records_io.float_or_nan("1.5") == 1.5 and records_io.float_or_nan(2) == 2.0
+    for v in (None, "", "abc", object()):
+        assert records_io.float_or_nan(v) != records_io.float_or_nan(v)        # NaN
+    assert records_io.slug("gaussian dim=4, joint+2") == "gaussian-dim-4-joint+2"
+    assert records_io.slug("--A b--", allowed="A-Za-z0-9.", lower=True) == "a-b"
+    assert records_io.slug("x" * 200, max_len=100) == "x" * 100

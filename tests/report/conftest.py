@@ -11,7 +11,7 @@ RESULT_DIRS = ["results/table3", "results/sample_leaderboard"]
 @pytest.fixture(scope="session")
 def report_site(tmp_path_factory):
     """(site directory, leaderboard DataFrame) for results/table3 + results/sample_leaderboard."""
-    from mibench.leaderboard import build
+    from mibench.analysis.leaderboard import build
     from mibench.report import write_site
 
     dirs = [REPO / d for d in RESULT_DIRS]
@@ -27,6 +27,6 @@ def report_site(tmp_path_factory):
 @pytest.fixture(scope="session")
 def committed_board_rows():
     """Rows of the committed leaderboard.csv files of :data:`RESULT_DIRS`, summed."""
-    from mibench.leaderboard import read_leaderboard
+    from mibench.analysis.leaderboard import read_leaderboard
 
     return sum(len(read_leaderboard(REPO / d / "leaderboard.csv")) for d in RESULT_DIRS)

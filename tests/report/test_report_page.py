@@ -134,7 +134,7 @@ def test_cli_writes_the_page_and_errors_are_one_line(tmp_path, capsys):
 def test_committed_site_is_in_step_with_the_results():
     """results/site/ is `mibench report results/table3 results/sample_leaderboard -o results/site`;
     after re-running either result set, regenerate it with that command."""
-    from mibench.leaderboard import build
+    from mibench.analysis.leaderboard import build
 
     index = REPO / "results" / "site" / "index.html"
     if not index.is_file():

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-import mibench.protocols.stream_run as stream_run
-import mibench.protocols.stream_training as stream_training
+import mibench.protocols.stream.run as stream_run
+import mibench.protocols.stream.training as stream_training
 from mibench.cli import main
 from mibench.errors import MibenchError
-from mibench.presets import PRESETS, load_preset
+from mibench.sweep.presets import PRESETS, load_preset
 from mibench.records import is_complete, read_config
 from mibench.estimators import resolve_estimators
 from mibench.sweep import SweepSpec, load_spec, run_sweep
@@ -34,7 +34,7 @@ def count_runs(monkeypatch):
     real = stream_run.run
 
     def counting(prepared, *a, **k):
-        cfg = prepared[0]
+        cfg = prepared.config
         calls.append((cfg.task_params, cfg.seed, k.get("resume")))
         return real(prepared, *a, **k)
 
@@ -197,7 +197,7 @@ def test_failed_cell_is_recorded_not_fatal(tmp_path, monkeypatch, capsys):
     real = stream_run.run
 
     def flaky(prepared, *a, **k):
-        if prepared[0].seed == 1:
+        if prepared.config.seed == 1:
             raise RuntimeError("CUDA out of memory (simulated)")
         return real(prepared, *a, **k)
 
@@ -287,6 +287,32 @@ def test_local_process_pool(tmp_path):
         env = read_config(out / c["dir"])["environment"]
         assert env["torch_threads"] == 1
         assert c["pid"] != os.getpid()
+
+
+def test_execution_options_fill_from_the_spec_and_are_checked(tmp_path):
+    """run_sweep's options are one Execution: unset fields come from the spec's [execution] table,
+    a bad value is one line, an unknown keyword a TypeError; keywords override a given Execution."""
+    from mibench.sweep import Execution
+
+    spec_table = {"backend": "DASK", "workers": 5, "threads": 2, "address": "tcp://h:1"}
+    assert Execution().resolve(spec_table).backend == "local"           # as run_sweep(backend="local")
+    ex = Execution(backend=None, workers=3).resolve(spec_table)
+    assert (ex.backend, ex.workers, ex.threads, ex.address, ex.shared_fs, ex.plot) == ("dask", 3, 2, "tcp://h:1",
+                                                                                     None, True)
+    assert ex.sized(4, "cpu") is ex                         # a remote cluster: nothing to size here
+    local = Execution(workers=2).resolve({}).sized(8, "cpu")
+    assert local.backend == "local" and local.workers == 2 and local.threads >= 1
+    for bad, match in (({"backend": "slurm"}, "local or dask"), ({"workers": 0}, "--workers"),
+                       ({"threads": 0}, "--threads")):
+        with pytest.raises(MibenchError, match=match):
+            Execution(**bad).resolve({})
+    with pytest.raises(TypeError, match="workerz"):
+        run_sweep(tiny(), tmp_path / "sw", workerz=1)
+    report = run_sweep(tiny(seeds=[0]), tmp_path / "sw", Execution(workers=4, plot=True), workers=1, plot=False,
+                       log=lambda s: None)
+    assert report.ok and report.ran == 1
+    assert json.loads((tmp_path / "sw" / "sweep.json").read_text())["workers"] == 1
+    assert not list((tmp_path / "sw").rglob("*.png"))
 
 
 @pytest.mark.parametrize("used,pinned,refused", [("all-MiniLM-L6-v2", None, True), ("minilm-imdb", None, False),

@@ -1,11 +1,11 @@
-"""Catalogue presets (mibench/catalogue_presets.py): each catalogue under the sample protocol at its
+"""Catalogue presets (mibench/sweep/presets/catalogues.py): each catalogue under the sample protocol at its
 authors' n and seeds, every fixed-MI task at its own level."""
 import math
 
 import pytest
 
 from mibench.cli import main
-from mibench.presets import PRESETS, load_preset
+from mibench.sweep.presets import PRESETS, load_preset
 from mibench.tasks import make_task
 from mibench.tasks.catalogue import catalogue_tasks
 

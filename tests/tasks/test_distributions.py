@@ -13,7 +13,7 @@ from mibench.errors import MibenchError
 from mibench.tasks import TASKS, make_task
 from mibench.tasks.distributions import (SUITE, _mix_mi_mc, draw, gaussian_mi_from_cov,
                                          student_t_correction_nats)
-from mibench.units import LN2
+from mibench.utils.units import LN2
 
 
 @pytest.mark.parametrize("name", SUITE)
@@ -114,7 +114,7 @@ def test_registry_and_errors():
 
 
 def test_streaming_harness_runs_a_distributions_task(tmp_path):
-    from mibench.protocols.stream_run import RunConfig, run
+    from mibench.protocols.stream.run import RunConfig, run
 
     res = run(RunConfig(task="gauss-sparse-5x5", estimators=["smile"], steps=30, batch_size=32, hidden=16,
                         layers=1, mi="0,1", device="cpu", log_every=10), out_dir=tmp_path / "r", plot=False)

@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from mibench.errors import MibenchError
-from mibench.schedule import parse_schedule
+from mibench.protocols.schedule import parse_schedule
 from mibench.tasks import bsc_crossover, bsc_mi_bits, gaussian_mi_bits, gaussian_rho, make_task
-from mibench.tasks.base import binary_entropy_bits
+from mibench.tasks.base import binary_entropy_bits, invert_monotone
 
 
 @pytest.mark.parametrize("ds", [1, 3, 10, 100])
@@ -59,3 +59,14 @@ def test_stepwise_schedule():
             parse_schedule(bad, 100)
     with pytest.raises(MibenchError, match="cannot hold"):
         parse_schedule("stepwise", 3)
+
+
+def test_invert_monotone_both_directions():
+    """Bisection to machine precision on an increasing and on a decreasing function; a target out
+    of range gives the nearest end of the bracket."""
+    x = invert_monotone(lambda v: v ** 3, 0.125, 0.0, 1.0)
+    assert x == pytest.approx(0.5, abs=1e-15)
+    x = invert_monotone(lambda v: 1.0 - v * v, 0.75, 0.0, 1.0, increasing=False)
+    assert x == pytest.approx(0.5, abs=1e-15)
+    assert invert_monotone(lambda v: v, 5.0, 0.0, 1.0) == pytest.approx(1.0, abs=1e-15)
+    assert invert_monotone(lambda v: v, 0.3, 0.0, 1.0, max_iter=1) == 0.25       # one halving: [0, 0.5]

@@ -115,7 +115,7 @@ def test_mixed_checks_both_sides():
 
 
 def test_run_config_records_the_check(tmp_path, capfd):
-    from mibench.protocols.stream_run import RunConfig, run
+    from mibench.protocols.stream.run import RunConfig, run
 
     cfg = RunConfig(task="vision", task_params={"data_dir": "embedded", "layout": "1x1x2", "side": 28},
                     estimators=["nwj"], hidden=8, layers=1, steps=4, batch_size=8, mi=1.0, device="cpu")

@@ -57,7 +57,7 @@ def gen(seed=0):
 def linear_probe_accuracy(x: torch.Tensor, c: torch.Tensor, n_train: int) -> float:
     """Held-out accuracy of per-source logistic regressions: the library's probe, first n_train
     rows for fitting, the rest held out."""
-    from mibench.encoders.study import linear_probe_accuracy as probe
+    from mibench.analysis.layer_study import linear_probe_accuracy as probe
 
     return probe(x[:n_train].double(), c[:n_train], x[n_train:].double(), c[n_train:])
 
@@ -312,7 +312,7 @@ REGRESSION_BANDS = {
 
 @pytest.mark.parametrize("task_name", ["vision", "text"])
 def test_accuracy_regression_smile_mine_at_2_bits(task_name):
-    HARNESS = pytest.importorskip("mibench.protocols.stream_run", reason="training harness not available")
+    HARNESS = pytest.importorskip("mibench.protocols.stream.run", reason="training harness not available")
     params = {"data_dir": IMAGES, "side": 28} if task_name == "vision" else {"data_dir": "embedded", "ds": 2}
     cfg = HARNESS.RunConfig(task=task_name, task_params=params, estimators=["smile", "mine"], critic="joint",
                             hidden=64, lr=2e-3, steps=REGRESSION_STEPS, batch_size=64, mi=2.0, seed=0,

@@ -1,0 +1,126 @@
+"""The baselines :func:`mibench.evaluate` ranks against, shipped inside the package.
+
+``results/sample_leaderboard/`` (the committed sample-protocol leaderboard) exists only in a
+checkout; a wheel carries a compact copy instead: ``mibench/analysis/packaged/sample_leaderboard.json``
+holds, for every complete run directory of that leaderboard, its ``config.json`` and the text of
+its ``summary.csv`` and ``sample_estimates.csv`` (no figures).  :func:`materialize` writes those
+run directories back into a temporary directory, so the leaderboard is built from them exactly as
+from the checkout (``mibench.analysis.leaderboard.build``).
+
+Regenerate after re-running the sample leaderboard (a test checks that the two agree)::
+
+    python scripts/export_sample_baselines.py
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from mibench.errors import MibenchError
+
+#: the compact copy inside the package
+PACKAGED = Path(__file__).resolve().parent / "packaged" / "sample_leaderboard.json"
+#: the committed sample leaderboard of a checkout (absent in an installed wheel)
+CHECKOUT = Path(__file__).resolve().parents[2] / "results" / "sample_leaderboard"
+FORMAT = 1
+
+_materialized: dict[Path, Path] = {}
+
+
+def run_files() -> tuple[str, ...]:
+    """The run-directory files the leaderboard reads of a sample run (figures are left out)."""
+    from mibench.protocols import get_protocol
+
+    return get_protocol("sample").record_files
+
+
+def _has_runs(path: Path) -> bool:
+    from mibench.records import find_run_dirs
+
+    return path.is_dir() and bool(find_run_dirs([path])[0])
+
+
+def export(src) -> dict:
+    """The compact form of the sample leaderboard under ``src``: every complete run directory
+    (``config.json`` status ``complete``) with its config and the text of :func:`run_files`."""
+    src = Path(src)
+    runs = []
+    for cfg_path in sorted(src.rglob("config.json")):
+        d = cfg_path.parent
+        cfg = json.loads(cfg_path.read_text())
+        if cfg.get("status") != "complete" or not all((d / f).is_file() for f in run_files()):
+            continue
+        runs.append({"dir": d.relative_to(src).as_posix(), "config": cfg,
+                     "files": {f: (d / f).read_text() for f in run_files()}})
+    if not runs:
+        raise MibenchError(f"no complete sample-protocol run directories under {src}")
+    meta_path = src / "leaderboard.meta.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    return {"format": FORMAT, "source": "results/sample_leaderboard",
+            "command": meta.get("command"), "generated": meta.get("generated"), "runs": runs}
+
+
+def dumps(data: dict) -> str:
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_packaged(src=CHECKOUT, dest=PACKAGED) -> Path:
+    """Export ``src`` into the package's compact file (what scripts/export_sample_baselines.py runs)."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".tmp")
+    tmp.write_text(dumps(export(src)))
+    os.replace(tmp, dest)
+    return dest
+
+
+def load_packaged(path=PACKAGED) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise MibenchError(f"the packaged baselines {path} are missing (a broken install?); pass baselines=DIR")
+    data = json.loads(path.read_text())
+    if data.get("format") != FORMAT:
+        raise MibenchError(f"{path}: baseline format {data.get('format')!r}, expected {FORMAT}")
+    return data
+
+
+def materialize(dest, path=PACKAGED) -> Path:
+    """Write the packaged run directories under ``dest`` (created); returns ``dest``."""
+    dest = Path(dest)
+    for run in load_packaged(path)["runs"]:
+        rel = Path(run["dir"])
+        if rel.is_absolute() or ".." in rel.parts:
+            raise MibenchError(f"{path}: bad run directory name {run['dir']!r}")
+        d = dest / rel
+        d.mkdir(parents=True, exist_ok=True)
+        for name, text in run["files"].items():
+            if name in run_files():
+                (d / name).write_text(text)
+        (d / "config.json").write_text(json.dumps(run["config"], indent=2))
+    return dest
+
+
+def baseline_dir() -> Path:
+    """Where the baselines are read from: ``$MIBENCH_SAMPLE_BASELINES``, else the checkout's
+    ``results/sample_leaderboard`` when it holds runs, else the packaged copy written into a
+    temporary directory (once per process, removed at exit)."""
+    env = os.environ.get("MIBENCH_SAMPLE_BASELINES")
+    if env:
+        return Path(env)
+    if _has_runs(CHECKOUT):
+        return CHECKOUT
+    return packaged_dir()
+
+
+def packaged_dir(path=PACKAGED) -> Path:
+    """The packaged baselines as run directories in a temporary directory (cached per process)."""
+    path = Path(path)
+    if path not in _materialized or not _has_runs(_materialized[path]):
+        tmp = Path(tempfile.mkdtemp(prefix="mibench-baselines-"))
+        atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+        _materialized[path] = materialize(tmp / "sample_leaderboard", path)
+    return _materialized[path]

@@ -1,0 +1,158 @@
+"""The regression gate: ``compare(new, baseline)`` (``mibench compare``).
+
+``compare(new, baseline)`` matches rows on (setup, estimator, true_mi) and flags:
+
+* ``missing``: a baseline row has no counterpart in NEW;
+* ``diverged``: NEW has more diverged seeds than the baseline (or a NaN MSE where the baseline
+  had a number);
+* ``mse``: ``new.mse > base.mse * (1 + tolerance) + mse_floor``;
+* ``bias``: ``new.abs_bias > base.abs_bias * (1 + tolerance) + bias_floor``.
+
+Defaults: ``tolerance = 0.25`` (relative), ``mse_floor = 0.05`` bits^2, ``bias_floor = 0.1`` bits;
+the floors keep tiny baselines (e.g. 0.001 bits^2) from failing on noise.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from mibench.errors import MibenchError, UnreadableInput
+from mibench.analysis.leaderboard import ROW_KEY, load
+
+
+@dataclass
+class Finding:
+    kind: str          # missing | diverged | mse | bias
+    key: dict
+    baseline: float | None = None
+    new: float | None = None
+    detail: str = ""
+
+    def label(self) -> str:
+        k = self.key
+        params = f"[{k['task_params']}]" if k.get("task_params") else ""
+        return (f"{k['task']}{params} {k['estimator']} {k['critic']} {k['layers']}x{k['hidden']} "
+                f"b{k['batch_size']} {k['steps']} steps @ {k['true_mi']:g} bits")
+
+
+@dataclass
+class CompareReport:
+    regressions: list
+    improvements: list
+    matched: int
+    new_only: int
+    settings: dict
+
+    @property
+    def ok(self) -> bool:
+        return not self.regressions
+
+    def format(self) -> str:
+        s = self.settings
+        lines = [f"compared {self.matched} rows (tolerance {s['tolerance']:.0%} relative, floors: MSE "
+                 f"{s['mse_floor']:g} bits², |bias| {s['bias_floor']:g} bits; gated: {', '.join(s['metrics'])})"]
+        if self.regressions:
+            lines.append(f"{len(self.regressions)} regression(s):")
+            for f in self.regressions:
+                lines.append(f"  WORSE {f.kind:<8} {f.label()}: {f.detail}")
+        else:
+            lines.append("no regressions")
+        if self.improvements:
+            lines.append(f"{len(self.improvements)} row(s) improved beyond the tolerance:")
+            for f in self.improvements[:20]:
+                lines.append(f"  better {f.kind:<7} {f.label()}: {f.detail}")
+            if len(self.improvements) > 20:
+                lines.append(f"  ... and {len(self.improvements) - 20} more")
+        if self.new_only:
+            lines.append(f"{self.new_only} row(s) only in NEW (not gated)")
+        return "\n".join(lines)
+
+
+def compare(new, baseline, tolerance: float = 0.25, mse_floor: float = 0.05, bias_floor: float = 0.1,
+            metrics=("mse", "bias"), allow_missing: bool = False) -> CompareReport:
+    """Regression check of ``new`` against ``baseline``; see the module docstring for the rules.
+
+    Parameters
+    ----------
+    new, baseline : each a leaderboard CSV path, a DataFrame, or run / sweep directories (aggregated
+        on the fly).  An empty baseline is refused (:class:`~mibench.errors.UnreadableInput`): a gate
+        with nothing to compare passes vacuously.
+    tolerance : relative slack on MSE and |bias|.
+    mse_floor, bias_floor : absolute slack (bits², bits), so tiny baselines do not fail on noise.
+    metrics : what is gated: ``"mse"``, ``"bias"`` or both.
+    allow_missing : rows of the baseline missing from NEW are not regressions.
+    """
+    import pandas as pd
+
+    if tolerance < 0 or mse_floor < 0 or bias_floor < 0:
+        raise MibenchError("tolerance and floors must be >= 0")
+    metrics = tuple(m.strip().lower() for m in (metrics.split(",") if isinstance(metrics, str) else metrics))
+    for m in metrics:
+        if m not in ("mse", "bias"):
+            raise MibenchError(f"--metrics takes mse and/or bias, got {m!r}")
+    n = new if isinstance(new, pd.DataFrame) else load(new)
+    b = baseline if isinstance(baseline, pd.DataFrame) else load(baseline)
+    if b.empty:
+        raise UnreadableInput(f"the baseline {baseline if not isinstance(baseline, pd.DataFrame) else ''} has no rows: "
+                              "a gate against nothing cannot fail, so it is refused")
+    n, b = _keyed(n), _keyed(b)
+    regressions, improvements = [], []
+    for key, br in b.items():
+        kd = dict(zip(ROW_KEY, key))
+        nr = n.get(key)
+        if nr is None:
+            if not allow_missing:
+                regressions.append(Finding("missing", kd, detail="in the baseline but not in NEW"))
+            continue
+        bdiv, ndiv = int(br["diverged_seeds"]), int(nr["diverged_seeds"])
+        bm, nm = float(br["mse"]), float(nr["mse"])
+        if ndiv > bdiv or (np.isfinite(bm) and not np.isfinite(nm)):
+            regressions.append(Finding("diverged", kd, bdiv, ndiv,
+                                       f"diverged seeds {bdiv} -> {ndiv}" + ("" if np.isfinite(nm) else ", MSE is NaN")))
+            continue
+        checks = []
+        if "mse" in metrics:
+            checks.append(("mse", bm, nm, mse_floor, "MSE", "bits²"))
+        if "bias" in metrics:
+            checks.append(("bias", float(br["abs_bias"]), float(nr["abs_bias"]), bias_floor, "|bias|", "bits"))
+        for kind, bv, nv, floor, name, unit in checks:
+            if not (np.isfinite(bv) and np.isfinite(nv)):
+                continue
+            limit = bv * (1 + tolerance) + floor
+            detail = f"{name} {bv:.4g} -> {nv:.4g} {unit} ({_rel(bv, nv)}; limit {limit:.4g})"
+            if nv > limit:
+                regressions.append(Finding(kind, kd, bv, nv, detail))
+            elif nv < (bv - floor) / (1 + tolerance):
+                improvements.append(Finding(kind, kd, bv, nv, f"{name} {bv:.4g} -> {nv:.4g} {unit} ({_rel(bv, nv)})"))
+    new_only = sum(1 for k in n if k not in b)
+    settings = {"tolerance": tolerance, "mse_floor": mse_floor, "bias_floor": bias_floor, "metrics": list(metrics)}
+    return CompareReport(regressions, improvements, sum(1 for k in b if k in n), new_only, settings)
+
+
+def _rel(b, n) -> str:
+    if b == 0:
+        return "was 0"
+    return f"{(n - b) / abs(b):+.0%}"
+
+
+def _keyed(df) -> dict:
+    out = {}
+    for _, r in df.iterrows():
+        key = tuple(_norm_key(c, r[c]) for c in ROW_KEY)
+        out[key] = r
+    return out
+
+
+def _norm_key(col, v):
+    if col in ("layers", "hidden", "embed", "batch_size", "steps", "burn_in", "n"):
+        try:
+            return int(v)
+        except (TypeError, ValueError):
+            raise UnreadableInput(f"a leaderboard row has {col} = {v!r}, not an integer (damaged file)") from None
+    if col in ("lr", "true_mi"):
+        return round(float(v), 9)
+    if col == "task_params":
+        return "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+    return str(v)

@@ -1,0 +1,76 @@
+"""Figures of run and sweep directories (``mibench plot``): reads the runs through
+:mod:`mibench.records` and their protocols, draws with :mod:`mibench.plots`."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from mibench.errors import MibenchError
+from mibench.records.io import slug as file_slug
+
+
+def plot_results(target, out_dir=None, max_bar_plots: int = 24) -> list[Path]:
+    """``mibench plot``: figures for a run directory or for everything below a sweep directory.
+
+    * run directory: its protocol's figures (:meth:`mibench.protocols.base.RunProtocol.plot`), in the
+      run directory unless ``out_dir`` is given; a run that did not complete (interrupted, killed,
+      still running) is drawn from what it logged;
+    * sweep / results directory (``out_dir`` default ``<target>/plots``): ``metrics_<setup>.png``
+      per setup (seeds pooled), per setup and seed the protocol's figure with all its estimators
+      (a streaming sweep's ``staircase_<setup>_s<seed>.png``, also when the sweep split them over
+      cells), and ``sweep_<axis>_<task>.png`` for every axis that varies (ds, dr, nuisance, critic
+      depth / width, batch size, critic type).
+    """
+    import pandas as pd
+
+    from mibench.analysis.leaderboard import SETUP_KEY, collect_unique, per_seed_rows
+    from mibench.plots import SWEEP_AXES, plot_metric_bars, plot_sweep, sweep_axes
+    from mibench.protocols import get_protocol, protocol_of
+    from mibench.records import read_config
+
+    target = Path(target)
+    if (target / "config.json").is_file():
+        out = Path(out_dir) if out_dir else target
+        out.mkdir(parents=True, exist_ok=True)
+        return protocol_of(read_config(target)).plot(target, out)
+    col = collect_unique([target])
+    if not col.runs:
+        raise MibenchError(f"no complete run directories under {target}")
+    out = Path(out_dir) if out_dir else target / "plots"
+    written: list[Path] = []
+    df = pd.DataFrame(per_seed_rows(col.runs))
+    nuis = {str(r.path): (r.config.get("task_info") or {}).get("nuisance") for r in col.runs}
+    df["nuisance"] = df["run_dir"].map(nuis)
+    n_bars = n_stairs = 0
+    for key, g in df.groupby(SETUP_KEY, sort=True, dropna=False):
+        s = dict(zip(SETUP_KEY, key))
+        label = f"{s['task']}" + (f" ({s['task_params']})" if s["task_params"] else "") + \
+                f" · {s['critic']} {s['layers']}×{s['hidden']} · batch {s['batch_size']} · {s['steps']} steps"
+        slug = file_slug(f"{s['task']}_{s['task_params']}_{s['critic']}-d{s['layers']}w{s['hidden']}_b{s['batch_size']}"
+                     f"_n{s['steps']}_mi{s['schedule']}")
+        if n_bars < max_bar_plots:
+            path = out / f"metrics_{slug}.png"
+            plot_metric_bars(g, path, title=label)
+            written.append(path)
+            n_bars += 1
+        protocol = get_protocol(s["protocol"])
+        for seed, runs in g.groupby("seed", sort=True):
+            if n_stairs >= max_bar_plots:
+                break
+            path = protocol.plot_setup_seed(sorted(set(runs["run_dir"])), out / f"staircase_{slug}_s{seed}.png",
+                                            f"{label} · seed {seed}")
+            if path is not None:
+                written.append(path)
+                n_stairs += 1
+    for task, g in df.groupby("task", sort=True):
+        for axis in sweep_axes(g):
+            others = [a for a in sweep_axes(g) if a != axis and not (axis == "ds" and a == "dr")]
+            style = None
+            if others:
+                g = g.assign(setup=g[others].astype(str).agg(" ".join, axis=1)) if len(others) > 1 else \
+                    g.assign(setup=g[others[0]].astype(str))
+                style = "setup"
+            path = out / f"sweep_{axis}_{file_slug(task)}.png"
+            plot_sweep(g, axis, path, title=f"{task}: estimation error vs {SWEEP_AXES[axis]}",
+                       style=style if axis != "critic" else None)
+            written.append(path)
+    return written

@@ -1,0 +1,130 @@
+"""The ``mibench`` command line. Thin: parses arguments and calls library functions.
+
+Each command group is a module of this package (``SUBCOMMAND_MODULES``) with
+``register_cli(subparsers)``, which adds its parsers and sets ``func`` to a ``cmd_<name>`` handler
+(called with the parsed arguments, returning an exit code); :mod:`.args` holds the argument parsers
+they share.  User mistakes raise :class:`MibenchError` and are printed
+as one line with the error's exit code (:mod:`mibench.errors`: 2 usage, 4 unreadable input).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from mibench.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, MibenchError, Terminated
+
+SUBCOMMAND_MODULES = [
+    "mibench.cli.run",              # run, list
+    "mibench.cli.data",             # data
+    "mibench.cli.sweep",            # sweep
+    "mibench.cli.results",          # leaderboard, compare, plot
+    "mibench.cli.validate",         # validate
+    "mibench.cli.encoders",         # encoders (list, finetune-text, train-resnet, check, layer-study)
+    "mibench.cli.report",           # report
+]
+
+#: every subcommand: (module whose ``register_cli`` builds its parser, the one-line help that
+#: ``mibench --help`` lists).  The top-level parser is built from this table alone, so
+#: ``mibench --help`` imports no subcommand module (none of torch, numpy, scipy); only the chosen
+#: subcommand's module is imported, and each module imports its heavy dependencies inside the
+#: command functions.  ``tests/test_packaging.py`` checks the table against the modules' parsers.
+COMMANDS = {
+    "run": ("mibench.cli.run", "train estimators on a task and write a run directory"),
+    "list": ("mibench.cli.run", "list tasks, estimators and critics"),
+    "data": ("mibench.cli.data", "show which datasets are present (and verified), prepare caches, download"),
+    "sweep": ("mibench.cli.sweep", "run a grid of runs (resumable; local processes or Dask)"),
+    "leaderboard": ("mibench.cli.results", "aggregate runs over seeds into a ranked leaderboard (CSV + Markdown)"),
+    "compare": ("mibench.cli.results", "regression gate: exit 1 when NEW is worse than BASELINE"),
+    "plot": ("mibench.cli.results", "figures for a run or a sweep (staircase, bias/variance/MSE, sweep curves)"),
+    "validate": ("mibench.cli.validate",
+                 "validate disentanglement metrics' MI back-ends against the analytic Gaussian toy model"),
+    "encoders": ("mibench.cli.encoders", "encoders: list, finetune-text (the default text pool's), train-resnet, check"),
+    "report": ("mibench.cli.report",
+               "a static leaderboard web page (tables, figures, metadata, reproduce commands) for run / sweep "
+               "directories"),
+}
+
+
+def _import_cli_module(name: str):
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:  # a subcommand module not written yet
+        if exc.name == name:
+            return None
+        raise
+
+
+def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
+    """The ``mibench`` parser.  ``command="*"`` (default): every subcommand's full parser (imports
+    every subcommand module); ``command=NAME``: the full parser of NAME's module only, the other
+    subcommands as help-only entries; ``command=None``: help-only entries (what ``mibench --help``
+    needs)."""
+    from mibench._version import __version__
+
+    parser = argparse.ArgumentParser(prog="mibench", description="Benchmark neural mutual-information estimators.")
+    parser.add_argument("--version", action="version", version=f"mibench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    full = set(SUBCOMMAND_MODULES) if command == "*" else {COMMANDS[command][0]} if command in COMMANDS else set()
+    for name in SUBCOMMAND_MODULES:
+        module = _import_cli_module(name) if name in full else None
+        if module is not None:
+            module.register_cli(sub)
+            continue
+        for cmd, (mod, text) in COMMANDS.items():
+            if mod == name:
+                sub.add_parser(cmd, help=text, add_help=False)     # listed by --help; never selected
+    return parser
+
+
+def _chosen_command(argv: list[str]) -> str | None:
+    """The subcommand named on the command line: the first word that is not an option (the
+    top-level parser has only -h/--help and --version, which take no value)."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str | None):
+    """The parser of subcommand ``command`` inside ``parser`` (None when there is none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices.get(command)
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = _chosen_command(argv)
+    # a known subcommand: only its module is imported; no command, or a word not in COMMANDS: the
+    # help-only parser (a typo gets argparse's one-line "invalid choice" error listing every
+    # command, from the table, with no subcommand module imported)
+    parser = build_parser(command if command in COMMANDS else None)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:     # say it with the subcommand's own usage line, not the top-level one
+        sub = _subparser(parser, command)
+        (sub or parser).error(f"unrecognized arguments: {' '.join(unknown)}")
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_USAGE
+    # this is a mibench process (not a library call from someone's Python): keep freed activation
+    # buffers in the heap for the training commands' speed (see mibench.utils.allocator)
+    from mibench.utils.allocator import tune_cpu_allocator
+
+    tune_cpu_allocator()
+    try:
+        return int(args.func(args) or 0)
+    except MibenchError as exc:
+        print(f"mibench: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, Terminated):
+            print("mibench: terminated (SIGTERM); what ran is marked interrupted (--resume continues it)",
+                  file=sys.stderr)
+            return EXIT_TERMINATED
+        print("mibench: interrupted; what ran is marked interrupted (--resume continues it)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+

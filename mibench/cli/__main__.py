@@ -1,0 +1,6 @@
+"""``python -m mibench.cli``: the ``mibench`` command."""
+import sys
+
+from mibench.cli import main
+
+sys.exit(main())

@@ -1,0 +1,81 @@
+"""The sample protocol's config: every run parameter declared once (:func:`~mibench.protocols.params.param`);
+its own flags (``--n``, ``--seeds``, ``--timeout``) and config.json's types are derived from it (the
+parameters it shares with the streaming protocol take ``mibench run``'s flags of that one).  Light:
+no torch or numpy at import."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from mibench.errors import MibenchError
+from mibench.protocols.params import field_types, param
+
+DEFAULT_N = 10_000
+DEFAULT_TIMEOUT = 600.0
+#: the fewest pairs a dataset may have (critic-bound estimators need mibench.estimate's minimum)
+MIN_N_BLACK_BOX = 20
+
+
+@dataclass
+class SampleConfig:
+    """A sample run (the BMI benchmark's protocol): one fixed dataset per true-MI level and seed."""
+
+    task: str = param("gaussian", check=str, flag=None, help="task name")
+    task_params: dict = param(default_factory=dict, check=dict, flag=None, help="the task's parameters")
+    estimators: list = param(default_factory=lambda: ["ksg"], flag=None, help="estimator names")
+    critic: str = param("joint", check=str, flag=None, help="critic of critic-bound estimators (mibench.estimate)")
+    mi: object = param(4.0, flag=None, help="one true-MI level or a comma list of levels, bits")
+    n: int = param(DEFAULT_N, check=int, axis="n", help="sample protocol: n pairs per dataset (e.g. 10000); every "
+                   "estimator returns one number per dataset; needed by black-box / generative estimators")
+    seeds: list = param(default_factory=lambda: [0, 1, 2], help="sample protocol: seeds, comma list or range "
+                        "(default 0,1,2)")
+    timeout: float | None = param(DEFAULT_TIMEOUT, check=(float, None), help="sample protocol: seconds per "
+                                  "estimate before its worker is killed and the estimate recorded as failed "
+                                  f"(default {DEFAULT_TIMEOUT:g}; 0 = in-process, no limit)")
+    device: str = param("auto", check=str, flag=None, help="auto | cpu | cuda[:N] | mps")
+    estimate_kwargs: dict = param(default_factory=dict, check=dict, flag=None,
+                                  help="steps, batch_size, ... for mibench.estimate")
+    protocol: str = param("sample", check=str, flag=None, help="the protocol's name")
+
+    def resolved(self) -> "SampleConfig":
+        """Canonical names, typed values; a bad value is one line."""
+        from mibench.critics import CRITICS
+        from mibench.estimation.estimate import MIN_SAMPLES
+        from mibench.estimators import resolve_estimators
+        from mibench.estimators.kinds import CRITIC
+        from mibench.estimators.registry import estimator_kind
+        from mibench.protocols.schedule import parse_schedule
+        from mibench.utils.checks import parse_seeds
+
+        levels = list(parse_schedule(self.mi, 10**9).levels)
+        names = resolve_estimators(self.estimators)
+        n = int(self.n)
+        critic_bound = [e for e in names if estimator_kind(e) == CRITIC]
+        least = MIN_SAMPLES if critic_bound else MIN_N_BLACK_BOX
+        if n < least:
+            why = f" ({', '.join(critic_bound)} train a critic through mibench.estimate)" if critic_bound else ""
+            raise MibenchError(f"--n must be at least {least} pairs{why}, got {self.n}")
+        seeds = parse_seeds(self.seeds, "--seeds")
+        timeout = None if self.timeout in (None, 0, "none") else float(self.timeout)
+        if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
+            raise MibenchError(f"--timeout must be a positive number of seconds, got {self.timeout}")
+        critic = CRITICS.get(self.critic).name
+        return dataclasses.replace(self, task_params=dict(self.task_params), estimators=names, critic=critic,
+                                   mi=levels if len(levels) > 1 else levels[0], n=n, seeds=seeds, timeout=timeout,
+                                   estimate_kwargs=dict(self.estimate_kwargs or {}))
+
+    @property
+    def levels(self) -> list[float]:
+        return [float(v) for v in (self.mi if isinstance(self.mi, (list, tuple)) else [self.mi])]
+
+
+#: the type of every field in a config.json (None: checked by ``resolved``)
+FIELD_TYPES = field_types(SampleConfig)
+
+
+def config_from_dict(data: dict, where: str = "config") -> SampleConfig:
+    """A :class:`SampleConfig` from config.json's ``config`` (one line for unknown fields or bad types)."""
+    from mibench.utils.checks import check_fields
+
+    return SampleConfig(**check_fields(data, FIELD_TYPES, where))

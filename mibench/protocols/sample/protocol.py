@@ -1,0 +1,72 @@
+"""The sample protocol's face to the rest of mibench (:class:`~mibench.protocols.base.RunProtocol`):
+configs and running here, reading its run directories in :mod:`.records`, sweep cells in
+:mod:`.cells`.  Its config: :mod:`.config`; running it: :mod:`.run`."""
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+
+from mibench.errors import MibenchError
+from mibench.protocols.base import RunProtocol
+from mibench.protocols.sample.cells import SampleCells
+from mibench.protocols.sample.records import SampleRecords
+from mibench.protocols.sample.config import DEFAULT_TIMEOUT, SampleConfig
+
+
+class SampleProtocol(SampleRecords, SampleCells, RunProtocol):
+    name = "sample"
+    config_module = "mibench.protocols.sample.config"
+    run_module = "mibench.protocols.sample.run"
+    estimates_file = "sample_estimates.csv"
+    record_files = ("sample_estimates.csv", "summary.csv")
+    failure_word = "failed"
+    #: setup columns left at 0 unless a sweep set them (mibench.estimate's data-sized defaults)
+    DEFAULTED = {"layers", "hidden", "embed", "batch_size", "lr", "steps", "burn_in"}
+
+    # -- configs and running -------------------------------------------------------------------
+    def claims(self, settings: dict) -> bool:
+        return settings.get("n") is not None
+
+    def config_from_args(self, args, task_params: dict) -> SampleConfig:
+        """``mibench run --n N``: training flags given on the command line (``--steps``, ``--hidden``,
+        ...) become the critic-bound estimators' settings (``mibench.estimate``); flags that only
+        mean something to the streaming protocol are refused."""
+        given = set(getattr(args, "_given", ()))
+        stream_only = sorted(given & {"burn_in", "engine", "precision"})
+        if stream_only:
+            raise MibenchError(f"--{stream_only[0].replace('_', '-')} belongs to the streaming protocol; a sample run "
+                               "(--n) has no training stream")
+        kwargs = {k: getattr(args, k) for k in ("steps", "batch_size", "lr", "hidden", "layers", "embed") if k in given}
+        mi = args.mi if str(args.mi).strip().lower() not in ("stepwise", "staircase") else "4"
+        timeout = DEFAULT_TIMEOUT if args.timeout is None else (None if args.timeout == 0 else args.timeout)
+        return SampleConfig(task=args.task, task_params=task_params, estimators=args.estimators, critic=args.critic,
+                            mi=mi, n=args.n, seeds=args.seeds if args.seeds is not None else [args.seed],
+                            timeout=timeout, device=args.device, estimate_kwargs=kwargs)
+
+    def default_run_name(self, cfg) -> str:
+        est = ",".join(cfg.estimators)
+        est = est if len(est) <= 40 else f"{len(cfg.estimators)}est"
+        name = f"{cfg.task}_{est}_n{cfg.n}_mi{'-'.join(f'{v:g}' for v in cfg.levels)}_{time.strftime('%Y%m%d-%H%M%S')}"
+        return re.sub(r"[^A-Za-z0-9_.+-]", "-", name)
+
+    def format_result(self, result) -> str:
+        info = result.config["task_info"]
+        cfg = result.config["config"]
+        width = max([16] + [len(r["estimator"]) + 1 for r in result.summary])
+        lines = [f"task {info.get('task')}: ds={info.get('ds')} dr={info.get('dr')} · sample protocol, n = {cfg['n']}, "
+                 f"seeds {','.join(map(str, cfg['seeds']))} · device {result.config['environment']['device']}"]
+        header = (f"{'estimator':<{width}}{'kind':>11}{'true':>6}{'mean':>8}{'bias':>8}{'var':>8}{'mse':>8}{'ok':>4}"
+                  f"{'s/est':>8}{'params':>9}  status")
+        lines += [header, "-" * len(header)]
+        for r in result.summary:
+            secs = f"{r['seconds']:>7.2f}" if np.isfinite(r["seconds"]) else f"{'–':>7}"
+            lines.append(f"{r['estimator']:<{width}}{r['kind']:>11}{r['true_mi']:>6g} {r['mean_estimate']:>7.3f}"
+                         f" {r['bias']:>7.3f} {r['variance']:>7.3f} {r['mse']:>7.3f}{r['steps']:>4d} {secs}"
+                         f" {r['n_parameters']:>8d}" + (f"  {r['mi_status']}" if r.get("mi_status") else ""))
+        for name, info in (result.config.get("estimator_info") or {}).items():
+            lines.append(f"  {name}: {info}")
+        for note in result.config.get("failed_estimates", []):
+            lines.append(f"! failed: {note}")
+        return "\n".join(lines)

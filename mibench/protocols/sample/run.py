@@ -1,0 +1,276 @@
+"""Running the sample protocol (as in the BMI benchmark, Czyż et al. 2023 §3): at each true-MI level
+and seed the task draws **one fixed dataset** of ``n`` pairs, every estimator returns one number for
+it (plus wall-clock seconds), and bias / variance / MSE are taken **over seeds**.
+
+* Datasets: ``task.sample(n, mi_bits, generator)`` with a generator seeded from
+  ``derived_seed(seed, "sample", level)``, so every estimator of a run (and of any other run with
+  the same task, n, seed and level) sees the same pairs; any task works.
+* Estimators: sample-based ones (``kind`` black-box / generative,
+  :mod:`mibench.estimators.kinds`) are called as ``estimate(x, y, seed=seed)``; critic-bound
+  ones go through ``mibench.estimate(x, y, estimator=NAME, critic=..., seed=SEED, units="nats")``
+  (trained on a split, held-out value).
+* Isolation: with a ``timeout`` (default 600 s) every estimate runs in a spawned worker process
+  (:class:`mibench.protocols.workers.EstimateWorker`) that is killed when the estimate runs past it; an
+  exception, a NaN / inf, a timeout or a crashed worker is recorded for that estimate (``status``)
+  and the run carries on.  ``timeout=None`` runs in-process (no protection against hangs).
+* Outputs (through :mod:`mibench.records`): ``config.json`` (``"protocol": "sample"``),
+  ``sample_estimates.csv`` (rewritten after every estimate), ``summary.csv`` and ``estimates.png``.
+* Resume: the estimates already in ``sample_estimates.csv`` are kept and the rest are run.
+
+Two status columns: ``status`` is the outcome of the estimate as a computation (``ok``, ``error``,
+``non_finite``, ``timeout``, ``crashed``); ``mi_status`` is how far the estimator itself trusts its
+number: for critic-bound estimators :class:`mibench.estimation.EstimateResult`'s ``status``, with
+``mi_stderr`` its standard error (bits) and ``clipped`` whether a negative held-out value was
+reported as 0; for black-box / generative estimators that return a bare float, the object's
+``status`` attribute if it sets one, else empty.  In ``summary.csv``, ``mi_status`` counts the
+statuses over the successful seeds (``converged:2;overfit:1``) and ``mi_stderr`` is their mean.
+
+Summary metrics (bits): ``mean_estimate`` and ``bias`` over the successful seeds, ``variance`` the
+population variance over them, ``mse`` = mean squared error = bias^2 + variance.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from mibench.metrics import status_counts
+from mibench.protocols.base import PreparedRun
+from mibench.protocols.sample.config import DEFAULT_N, DEFAULT_TIMEOUT, MIN_N_BLACK_BOX, SampleConfig  # noqa: F401
+from mibench.protocols.sample.job import bits_or_empty, estimate_once
+from mibench.records import (
+    SAMPLE_SUMMARY_EXTRA,
+    RunHeader,
+    read_sample_estimates,
+    write_sample_estimates,
+    write_summary,
+)
+from mibench.records.io import float_or_nan
+from mibench.utils.seeding import derived_seed
+from mibench.utils.units import LN2
+
+
+@dataclass
+class SampleResult:
+    config: dict
+    rows: list          # per-estimate rows (mibench.records.SAMPLE_ESTIMATE_COLUMNS)
+    summary: list       # summary rows
+    out_dir: Path | None = None
+
+
+@dataclass
+class PreparedSample(PreparedRun):
+    """A sample run checked and ready: config, device, task and the kind of each estimator."""
+
+    kinds: dict | None = None
+
+
+def dataset_seed(seed: int, level: float) -> int:
+    return derived_seed(int(seed), "sample", f"{float(level):g}")
+
+
+def draw_dataset(task, n: int, mi_bits: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed dataset of one (level, seed): ``n`` pairs as float64 arrays (n, dx), (n, dy)."""
+    import torch
+
+    gen = torch.Generator(device=task.device)
+    gen.manual_seed(dataset_seed(seed, mi_bits))
+    xs, ys = [], []
+    chunk = 16_384
+    with torch.no_grad():
+        for start in range(0, n, chunk):
+            xb, yb = task.sample(min(chunk, n - start), mi_bits, gen)
+            xs.append(xb.detach().to("cpu", torch.float64).reshape(xb.shape[0], -1).numpy())
+            ys.append(yb.detach().to("cpu", torch.float64).reshape(yb.shape[0], -1).numpy())
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+def prepare(cfg: SampleConfig) -> PreparedSample:
+    """Validate names, sizes and MI levels against the task; build the task (one-line errors)."""
+    from mibench.estimators.registry import estimator_kind
+    from mibench.tasks import make_task
+    from mibench.tasks.base import check_mi_request
+    from mibench.utils.device import resolve_device
+
+    cfg = cfg.resolved()
+    device = resolve_device(cfg.device)
+    task = make_task(cfg.task, device=device, **cfg.task_params)
+    for level in cfg.levels:
+        check_mi_request(task.name, level, task.max_mi_bits)
+    return PreparedSample(cfg, device, task, {name: estimator_kind(name) for name in cfg.estimators})
+
+
+def summarize_over_seeds(task: str, critic: str, rows: list[dict], kinds: dict, n: int) -> list[dict]:
+    """Summary rows (bits) per estimator and level over the successful seeds."""
+    out = []
+    keys = []
+    for r in rows:
+        k = (r["estimator"], r["true_mi"])
+        if k not in keys:
+            keys.append(k)
+    for est, level in sorted(keys, key=lambda k: (k[1], keys.index(k))):
+        group = [r for r in rows if r["estimator"] == est and r["true_mi"] == level]
+        ok = np.array([r["estimate"] for r in group if r["status"] == "ok"], dtype=float)
+        secs = np.array([r["seconds"] for r in group if r["status"] == "ok"], dtype=float)
+        params = [r["n_parameters"] for r in group if r["status"] == "ok"]
+        statuses = [str(r.get("mi_status") or "") for r in group if r["status"] == "ok"]
+        ses = np.array([float_or_nan(r.get("mi_stderr")) for r in group if r["status"] == "ok"], dtype=float)
+        ses = ses[np.isfinite(ses)]
+        if ok.size:
+            mean, var, mse = float(ok.mean()), float(ok.var()), float(np.mean((ok - level) ** 2))
+        else:
+            mean = var = mse = float("nan")
+        out.append({"task": task, "estimator": est, "critic": critic if kinds.get(est) == "critic" else "",
+                    "true_mi": level, "mean_estimate": mean, "bias": mean - level, "variance": var, "mse": mse,
+                    "steps": int(ok.size), "kind": kinds.get(est, ""), "n": n, "estimates": len(group),
+                    "failed": len(group) - int(ok.size),
+                    "seconds": float(np.mean(secs)) if secs.size else float("nan"),
+                    "n_parameters": int(max(params)) if params else 0,
+                    "mi_status": status_counts(statuses),
+                    "mi_stderr": float(ses.mean()) if ses.size else ""})
+    return out
+
+
+def _describe_failure(r: dict) -> str:
+    return (f"{r['estimator']} at {r['true_mi']:g} bits, seed {r['seed']}: {r['status']}"
+            + (f" ({r['error']})" if r["error"] else ""))
+
+
+def run_sample(prepared, out_dir=None, *, progress: bool = False, plot: bool = True, run_id: str | None = None,
+               extra: dict | None = None, resume: bool = False) -> SampleResult:
+    """Run the sample protocol on a prepared config (:func:`prepare`); with ``out_dir`` write the run
+    directory (module docstring).
+
+    Parameters
+    ----------
+    prepared : what :func:`prepare` returns (or a :class:`SampleConfig`, prepared here).
+    out_dir : the run directory (nothing is written without one): new or empty, or with ``resume``
+        the directory of this run (:func:`mibench.records.claim`; anything else is refused); or the
+        :class:`~mibench.records.Claim` the caller made of it.
+    progress : one line per estimate on stderr.
+    plot : write estimates.png.
+    run_id : recorded in config.json and every row (default: the directory's name).
+    extra : keys added to config.json (e.g. ``rerun_of``).
+    resume : keep the estimates already in ``out_dir``'s sample_estimates.csv and run the rest.
+    """
+    from mibench.protocols.runtime import RunLifecycle, check_stop
+    from mibench.protocols.workers import EstimateWorker
+
+    if isinstance(prepared, SampleConfig):
+        prepared = prepare(prepared)
+    cfg, task = prepared.config, prepared.task
+    life = RunLifecycle(out_dir, prepared.config_dict(), resume=resume)
+    run_id = life.run_id(run_id)
+    rows = _kept_rows(life)
+    t0 = time.perf_counter()
+    with life.running(_header(prepared, run_id, extra), carry=("estimator_info",)) as config:
+        worker = EstimateWorker() if cfg.timeout is not None else None
+        estimate = (lambda job: worker.run(job, cfg.timeout)) if worker is not None else (lambda job: estimate_once(*job))
+        done = False
+        try:
+            for level, seed, name, x, y in _todo(prepared, rows):
+                check_stop()
+                res = estimate((name, x, y, seed, cfg.critic, str(prepared.device), cfg.estimate_kwargs))
+                rows.append(_row(res, run_id, task.name, name, prepared.kinds, cfg, seed, level))
+                if res.get("info"):      # how the estimator ran (e.g. ksg's neighbour search)
+                    config.setdefault("estimator_info", {}).setdefault(name, res["info"])
+                if progress:
+                    _print_progress(rows[-1], len(rows), len(cfg.levels) * len(cfg.seeds) * len(cfg.estimators))
+                if life.out is not None:
+                    write_sample_estimates(life.out / "sample_estimates.csv", rows)
+                    life.beat()
+            check_stop()
+            done = True
+        finally:
+            if worker is not None:
+                worker.stop(kill=not done)
+        summary = summarize_over_seeds(task.name, cfg.critic, rows, prepared.kinds, cfg.n)
+        config.update(wall_seconds=round(time.perf_counter() - t0, 3),
+                      failed_estimates=[_describe_failure(r) for r in rows if r["status"] != "ok"], finished=_now())
+        result = SampleResult(config, rows, summary, life.out)
+        if life.out is not None:
+            _write_outputs(life.out, result, plot, f"{task.name} · n = {cfg.n} · seeds {len(cfg.seeds)}")
+        life.complete(files=("sample_estimates.csv", "summary.csv"))   # last: marks it complete
+    return result
+
+
+#: the name every protocol's run module gives its run
+run = run_sample
+
+
+def _now() -> str:
+    from mibench.records.run_dir import now_iso
+
+    return now_iso()
+
+
+def _header(prepared: PreparedSample, run_id, extra) -> RunHeader:
+    """config.json's header of a sample run."""
+    from mibench.protocols.runtime import environment
+
+    cfg = prepared.config
+    schedule = {"levels_bits": cfg.levels, "description": f"sample protocol: n = {cfg.n} pairs per level and seed, "
+                                                          f"seeds {','.join(map(str, cfg.seeds))}"}
+    return RunHeader("sample", run_id, prepared.config_dict(), schedule, prepared.task.info(),
+                     environment(prepared.device), {"kinds": prepared.kinds}, dict(extra or {}))
+
+
+def _kept_rows(life) -> list[dict]:
+    """The estimates a resumed run already made (as written)."""
+    path = life.out / "sample_estimates.csv" if life.out is not None else None
+    if not life.resume or path is None or not path.is_file():
+        return []
+    return [_as_written(r) for r in read_sample_estimates(path)]
+
+
+def _todo(prepared: PreparedSample, rows: list[dict]):
+    """``(level, seed, estimator, x, y)`` of every estimate still to make, each (level, seed)'s
+    dataset drawn once (only where one of its estimates is missing)."""
+    cfg, task = prepared.config, prepared.task
+    done = {(r["estimator"], float(r["true_mi"]), int(r["seed"])) for r in rows}
+    for level in cfg.levels:
+        for seed in cfg.seeds:
+            todo = [name for name in cfg.estimators if (name, float(level), int(seed)) not in done]
+            if todo:
+                x, y = draw_dataset(task, cfg.n, level, seed)
+                for name in todo:
+                    yield level, seed, name, x, y
+
+
+def _print_progress(r: dict, i: int, total: int) -> None:
+    val = f"{r['estimate']:.3f} bits ({r['seconds']:.2f} s)" if r["status"] == "ok" else f"{r['status']}: {r['error']}"
+    print(f"[{i}/{total}] {r['estimator']} · {r['true_mi']:g} bits · seed {r['seed']}: {val}", file=sys.stderr, flush=True)
+
+
+def _write_outputs(out: Path, result: SampleResult, plot: bool, title: str) -> None:
+    write_sample_estimates(out / "sample_estimates.csv", result.rows)
+    write_summary(out / "summary.csv", result.summary, SAMPLE_SUMMARY_EXTRA)
+    if plot:
+        from mibench.plots import plot_sample_run
+
+        plot_sample_run(out / "estimates.png", result.rows, title)
+
+
+def _as_written(r: dict) -> dict:
+    """A row read back from sample_estimates.csv in the types :func:`_row` gives (so a resumed run
+    writes the kept rows exactly as they were)."""
+    r = dict(r)
+    r["n"] = int(float_or_nan(r.get("n")) if r.get("n") not in (None, "") else 0)
+    r["mi_stderr"] = r["mi_stderr"] if math.isfinite(r["mi_stderr"]) else ""
+    r["clipped"] = {"True": True, "False": False}.get(r.get("clipped"), r.get("clipped", ""))
+    return r
+
+
+def _row(res: dict, run_id, task: str, name: str, kinds: dict, cfg: SampleConfig, seed, level) -> dict:
+    value = res.get("value_nats", float("nan"))
+    return {"run_id": run_id, "task": task, "estimator": name, "kind": res.get("kind") or kinds[name],
+            "critic": cfg.critic if kinds[name] == "critic" else "", "seed": seed, "n": cfg.n,
+            "true_mi": float(level), "estimate": value / LN2 if value == value else value,
+            "seconds": res.get("seconds", float("nan")), "n_parameters": int(res.get("n_parameters") or 0),
+            "status": res.get("status"), "mi_status": res.get("mi_status", ""),
+            "mi_stderr": bits_or_empty(res.get("mi_stderr_nats", float("nan"))),
+            "clipped": res.get("clipped", ""), "error": res.get("error", "")}

@@ -1,0 +1,62 @@
+"""True-MI schedules: which MI level (bits) the task is asked for at each training step."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mibench.errors import MibenchError
+
+#: the paper's "stepwise" schedule: 2, 4, 6, 8, 10 bits in equal segments (authors' public code)
+STEPWISE_BITS = (2.0, 4.0, 6.0, 8.0, 10.0)
+
+
+@dataclass(frozen=True)
+class MISchedule:
+    levels: tuple[float, ...]
+    steps: int
+
+    def __post_init__(self):
+        if self.steps < len(self.levels):
+            raise MibenchError(f"{self.steps} steps cannot hold {len(self.levels)} MI levels; use more --steps")
+
+    @property
+    def boundaries(self) -> np.ndarray:
+        """Start step of each level, plus ``steps`` at the end (equal segments)."""
+        n = len(self.levels)
+        return np.round(np.arange(n + 1) * self.steps / n).astype(int)
+
+    def true_mi(self) -> np.ndarray:
+        """(steps,) array of the true MI in bits at every step."""
+        b = self.boundaries
+        return np.repeat(np.asarray(self.levels, dtype=float), np.diff(b))
+
+    def describe(self) -> str:
+        if len(self.levels) == 1:
+            return f"constant {self.levels[0]:g} bits"
+        return "staircase " + ", ".join(f"{v:g}" for v in self.levels) + f" bits, {self.steps // len(self.levels)} steps each"
+
+
+def parse_schedule(spec, steps: int) -> MISchedule:
+    """``"stepwise"`` -> 2,4,6,8,10 bits; ``2`` or ``"2"`` -> constant; ``"1,3,5"`` -> custom staircase."""
+    if isinstance(spec, (int, float)):
+        levels = (float(spec),)
+    elif isinstance(spec, (list, tuple)):
+        levels = tuple(float(v) for v in spec)
+    else:
+        text = str(spec).strip().lower()
+        if text in ("stepwise", "staircase"):
+            levels = STEPWISE_BITS
+        else:
+            try:
+                levels = tuple(float(v) for v in text.split(",") if v.strip())
+            except ValueError:
+                raise MibenchError(f"--mi must be 'stepwise', a number of bits or a comma list of bits, got {spec!r}") from None
+    if not levels:
+        raise MibenchError("empty MI schedule")
+    for v in levels:
+        if not np.isfinite(v) or v < 0:
+            raise MibenchError(f"true MI must be a finite number >= 0 bits, got {v:g}")
+    if steps < 1:
+        raise MibenchError(f"--steps must be >= 1, got {steps}")
+    return MISchedule(levels, int(steps))

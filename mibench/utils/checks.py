@@ -1,0 +1,256 @@
+"""Input validation at mibench's boundaries (CLI, Python API, sweeps, disentanglement metrics), in
+the style of scikit-learn's ``check_array``: every user mistake is one :class:`MibenchError` line.
+
+* arrays: :func:`as_2d` (numeric, finite, (n, d)), :func:`check_same_rows`, :func:`as_labels`,
+  :func:`resolve_discrete`;
+* numbers: :func:`check_positive_int`, :func:`check_seed`;
+* seeds: :func:`parse_seeds` (``"0,1,2"``, ``"0-4"``, ``3``, ``[0, 1]``);
+* sweep axes: :func:`listify` (a scalar or a non-empty list -> a list).
+
+Task parameters are checked against the task factory's signature by
+:func:`mibench.tasks.make_task` (and, without building the task, :func:`check_task_params`); critic
+sizes by :func:`check_critic_sizes`.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from mibench.errors import MibenchError
+
+#: A factor column counts as discrete under ``discrete=None`` ("auto") when its values are all
+#: integers and it takes at most this many distinct values.
+AUTO_DISCRETE_MAX_VALUES = 50
+#: seeds are stored as signed 64-bit integers (torch generators, numpy)
+MAX_SEED = 2**63 - 1
+
+
+def as_2d(a, name: str, *, min_rows: int = 2, flatten: bool = False) -> np.ndarray:
+    """``a`` (numpy array, torch tensor, nested lists) as a finite float64 array of shape (n, d).
+
+    Parameters
+    ----------
+    a : the samples; a 1-D input becomes one column.
+    name : the argument's name in error messages.
+    min_rows : the fewest samples accepted.
+    flatten : accept (n, d1, d2, ...) arrays (images) and flatten each sample; otherwise such an
+        array is refused.
+    """
+    if hasattr(a, "detach") and hasattr(a, "cpu"):          # a torch tensor, without importing torch
+        a = a.detach().cpu().numpy()
+    try:
+        arr = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise MibenchError(f"{name} must be a numeric array, got {type(a).__name__}") from None
+    if arr.ndim == 0:
+        raise MibenchError(f"{name} must be an array of samples, got a scalar")
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        if not flatten:
+            raise MibenchError(f"{name} must be 1-D or 2-D (samples x dims), got shape {arr.shape}")
+        arr = arr.reshape(arr.shape[0], -1)
+    if arr.shape[0] < min_rows:
+        raise MibenchError(f"{name} needs at least {min_rows} samples, got {arr.shape[0]}")
+    if arr.shape[1] < 1:
+        raise MibenchError(f"{name} has no columns")
+    if not np.all(np.isfinite(arr)):
+        raise MibenchError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def check_same_rows(**arrays) -> int:
+    """All arrays have the same number of rows; returns it."""
+    rows = {k: len(v) for k, v in arrays.items()}
+    if len(set(rows.values())) > 1:
+        desc = ", ".join(f"{k}: {n}" for k, n in rows.items())
+        raise MibenchError(f"inputs must have the same number of samples; got {desc}")
+    return next(iter(rows.values()))
+
+
+def is_discrete_column(col: np.ndarray) -> bool:
+    """The "auto" rule: integer-valued with at most ``AUTO_DISCRETE_MAX_VALUES`` distinct values."""
+    if not np.all(np.equal(np.mod(col, 1.0), 0.0)):
+        return False
+    return np.unique(col).size <= AUTO_DISCRETE_MAX_VALUES
+
+
+def resolve_discrete(y: np.ndarray, discrete) -> np.ndarray:
+    """Per-factor discreteness flags (bool array of length K).
+
+    ``discrete`` is ``None`` (auto, see :func:`is_discrete_column`), one bool for all factors, or a
+    sequence of K bools.
+    """
+    k = y.shape[1]
+    if discrete is None:
+        return np.array([is_discrete_column(y[:, j]) for j in range(k)], dtype=bool)
+    if isinstance(discrete, (bool, np.bool_)):
+        return np.full(k, bool(discrete))
+    flags = np.asarray(discrete)
+    if flags.shape != (k,):
+        raise MibenchError(f"discrete must be None, a bool or {k} bools (one per factor), got shape {flags.shape}")
+    return flags.astype(bool)
+
+
+def as_labels(col: np.ndarray) -> np.ndarray:
+    """Integer labels 0..C-1 of a discrete column."""
+    return np.unique(col, return_inverse=True)[1].ravel()
+
+
+def check_positive_int(value, name: str, minimum: int = 1) -> int:
+    """``value`` as an int >= ``minimum`` (booleans and non-integral numbers refused)."""
+    if isinstance(value, bool):
+        raise MibenchError(f"{name} must be an integer, got {value!r}")
+    try:
+        v = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise MibenchError(f"{name} must be an integer, got {value!r}") from None
+    if v != value and not (isinstance(value, str) and value.strip().lstrip("+-").isdigit()):
+        raise MibenchError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if v < minimum:
+        raise MibenchError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return v
+
+
+def check_seed(value, name: str = "seed") -> int:
+    """A seed: an integer in [0, 2^63 - 1]."""
+    seed = check_positive_int(value, name, minimum=0)
+    if seed > MAX_SEED:
+        raise MibenchError(f"{name} must be at most 2^63 - 1 = {MAX_SEED}, got {value}")
+    return seed
+
+
+def listify(v) -> list:
+    """A sweep axis value as a list (a scalar is one value; an empty list is one line)."""
+    if isinstance(v, (list, tuple)):
+        if not v:
+            raise MibenchError("empty list in the sweep spec (every axis needs at least one value)")
+        return list(v)
+    return [v]
+
+
+_RANGE = re.compile(r"(\d+)\s*-\s*(\d+)")
+
+
+def parse_seeds(value, name: str = "seeds") -> list[int]:
+    """``"0,1,2"`` / ``"0-4"`` / ``3`` / ``[0, 1]`` / ``["0-2", 5]`` -> distinct seeds in the order given.
+
+    A range ``a-b`` needs a <= b; every seed passes :func:`check_seed`.
+    """
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    out: list[int] = []
+    for item in items:
+        if isinstance(item, str):
+            parts = [p.strip() for p in item.split(",")]
+        else:
+            parts = [item]
+        for part in parts:
+            if isinstance(part, str):
+                if not part:
+                    continue
+                m = _RANGE.fullmatch(part)
+                if m:
+                    a, b = int(m.group(1)), int(m.group(2))
+                    if a > b:
+                        raise MibenchError(f"{name}: the range {part!r} runs backwards; write it as {b}-{a}")
+                    check_seed(b, name)
+                    out += range(a, b + 1)
+                    continue
+            out.append(check_seed(part, name))
+    if not out:
+        raise MibenchError(f"no {name} given (e.g. 0,1,2 or 0-4)")
+    return list(dict.fromkeys(out))
+
+
+def check_critic_sizes(hidden, layers, embed) -> tuple[int, int, int]:
+    """Critic width >= 1, depth (hidden layers) >= 0, separable embedding >= 1."""
+    return (check_positive_int(hidden, "hidden (critic width)"), check_positive_int(layers, "layers (critic depth)", 0),
+            check_positive_int(embed, "embed (separable critic embedding)"))
+
+
+# ----------------------------------------------------------------------------------- configs
+
+
+def _expected_type(default, annotation) -> type | None:
+    """The type a parameter takes, from its default (or, for a None default, its annotation)."""
+    for t in (bool, int, float, str):
+        if type(default) is t:
+            return t
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    for name, t in (("bool", bool), ("int", int), ("float", float), ("str", str)):
+        if re.search(rf"\b{name}\b", text or ""):
+            return t
+    return None
+
+
+def check_value_type(value, expected: type | None, where: str):
+    """``value`` as ``expected`` (bool / int / float / str): ints accept integral floats, floats
+    accept ints; anything else (a string for a number, a bool for an int) is one line."""
+    if expected is None or value is None:
+        return value
+    if expected is bool:
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value)
+    elif expected is int:
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            return int(value)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+    elif expected is float:
+        if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
+            return float(value)
+    elif expected is str:
+        if isinstance(value, str):
+            return value
+    raise MibenchError(f"{where} must be {'a' if expected is not int else 'an'} "
+                       f"{ {bool: 'true/false', int: 'integer', float: 'number', str: 'string'}[expected]}, "
+                       f"got {value!r}")
+
+
+def check_task_params(task: str, factory, params: dict, passthrough=("transform", "layer")) -> dict:
+    """The task parameters ``params`` checked against the task factory's signature: unknown names
+    and values of the wrong type are refused in one line; returns them typed."""
+    import inspect
+
+    accepted = inspect.signature(factory).parameters
+    out = {}
+    for key, value in params.items():
+        if key in passthrough:
+            out[key] = value
+            continue
+        if key not in accepted or key == "device":
+            ok = sorted(k for k in accepted if k != "device")
+            raise MibenchError(f"task {task!r} does not take {key!r}; it takes: {', '.join(ok) or 'nothing'}")
+        p = accepted[key]
+        expected = _expected_type(p.default if p.default is not inspect.Parameter.empty else None, p.annotation)
+        out[key] = check_value_type(value, expected, f"task {task!r} parameter {key!r}")
+    return out
+
+
+def check_fields(data: dict, types: dict, where: str) -> dict:
+    """``data`` with only the keys of ``types``, each value of its type (``None`` in ``types``:
+    unchecked; a tuple of types: the first that fits).  Unknown keys and wrong types are one line."""
+    unknown = sorted(set(data) - set(types))
+    if unknown:
+        raise MibenchError(f"{where} has fields this mibench does not know: {', '.join(unknown)}")
+    out = {}
+    for key, value in data.items():
+        expected = types[key]
+        if expected is dict:
+            if not isinstance(value, dict):
+                raise MibenchError(f"{where}: {key} must be a mapping, got {value!r}")
+            out[key] = dict(value)
+        elif isinstance(expected, tuple):
+            errors = []
+            for t in expected:
+                try:
+                    out[key] = value if t is None else check_value_type(value, t, f"{where}: {key}")
+                    break
+                except MibenchError as exc:
+                    errors.append(str(exc))
+            else:
+                raise MibenchError(errors[0])
+        else:
+            out[key] = check_value_type(value, expected, f"{where}: {key}")
+    return out

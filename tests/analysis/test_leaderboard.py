@@ -1,0 +1,203 @@
+"""Leaderboard aggregation on hand-made run directories with known numbers; compare exit codes."""
+import json
+import math
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from mibench.cli import main
+from mibench.analysis.gate import compare
+from mibench.analysis.leaderboard import COLUMNS, build, read_leaderboard, write_all
+from fake_runs import write_fake_run
+from mibench.testing import assert_no_regression
+
+T_975_DF2 = 4.302652729911275   # Student t quantile, 97.5%, 2 degrees of freedom
+
+# seed -> (smile-5 rows, nwj rows) at levels 2 and 4 bits
+BIAS = {"smile-5": {2.0: [0.1, 0.2, 0.3], 4.0: [-0.2, -0.4, -0.6]},
+        "nwj": {2.0: [0.5, 0.5, 0.8], 4.0: [-1.0, -1.5, -2.0]}}
+VAR = {"smile-5": {2.0: [0.01, 0.02, 0.03], 4.0: [0.1, 0.1, 0.1]},
+       "nwj": {2.0: [0.05, 0.05, 0.05], 4.0: [0.2, 0.4, 0.6]}}
+
+
+def _rows(seed):
+    rows = []
+    for est in ("smile-5", "nwj"):
+        for lv in (2.0, 4.0):
+            b, v = BIAS[est][lv][seed], VAR[est][lv][seed]
+            rows.append({"estimator": est, "true_mi": lv, "bias": b, "variance": v, "mse": b * b + v})
+    return rows
+
+
+@pytest.fixture
+def sweep_dir(tmp_path):
+    root = tmp_path / "sweep"
+    for seed in range(3):
+        write_fake_run(root / f"gaussian_dim2_s{seed}", _rows(seed), task_params={"dim": 2}, seed=seed,
+                       diverged={"nwj": 60} if seed == 2 else None)   # level 4 spans steps 50..99
+    # an incomplete run (status running) and a run of another setup
+    write_fake_run(root / "partial", _rows(0), task_params={"dim": 2}, seed=7, status="running")
+    write_fake_run(root / "nested" / "gaussian_dim4_s0", _rows(0), task_params={"dim": 4}, seed=0, ds=4, dr=4)
+    return root
+
+
+def test_aggregation_matches_hand_computed_numbers(sweep_dir):
+    board, col = build([sweep_dir])
+    assert list(board.columns) == COLUMNS
+    assert len(col.runs) == 4 and [p.name for p in col.incomplete] == ["partial"]
+    dim2 = board[board.task_params == "dim=2"]
+    assert len(dim2) == 4   # 2 estimators x 2 levels
+    r = dim2[(dim2.estimator == "smile-5") & (dim2.true_mi == 2.0)].iloc[0]
+    assert r.n_seeds == 3 and r.seeds == "0;1;2"
+    assert r.bias == pytest.approx(0.2)
+    assert r.bias_ci95 == pytest.approx(T_975_DF2 * 0.1 / math.sqrt(3))
+    assert r.variance == pytest.approx(0.02)
+    mses = [b * b + v for b, v in zip(BIAS["smile-5"][2.0], VAR["smile-5"][2.0])]
+    assert r.mse == pytest.approx(sum(mses) / 3)
+    sd = pd.Series(mses).std(ddof=1)
+    assert r.mse_ci95 == pytest.approx(T_975_DF2 * sd / math.sqrt(3))
+    assert r.mean_estimate == pytest.approx(2.2)
+    assert r.abs_bias == pytest.approx(0.2)
+    # rank by MSE averaged over levels: smile-5 beats nwj
+    ranks = dim2.groupby("estimator")["rank"].first().to_dict()
+    assert ranks == {"smile-5": 1, "nwj": 2}
+    score = dim2[dim2.estimator == "smile-5"]["rank_score"].iloc[0]
+    assert score == pytest.approx(dim2[dim2.estimator == "smile-5"]["mse"].mean())
+    # nwj diverged at step 60 in seed 2: counts for level 4 (steps 50-99), not for level 2
+    nwj = dim2[dim2.estimator == "nwj"].set_index("true_mi")["diverged_seeds"].to_dict()
+    assert nwj == {2.0: 0, 4.0: 1}
+    # single seed: no interval
+    dim4 = board[board.task_params == "dim=4"]
+    assert dim4.n_seeds.eq(1).all() and dim4.bias_ci95.isna().all()
+    # stable order: setup, then rank, estimator, level
+    assert list(zip(dim2.estimator, dim2.true_mi)) == [("smile-5", 2.0), ("smile-5", 4.0), ("nwj", 2.0), ("nwj", 4.0)]
+    assert board.task_params.tolist()[:4] == ["dim=2"] * 4
+
+
+def test_output_is_stable_and_duplicates_are_skipped(sweep_dir, tmp_path):
+    a = write_all(*build([sweep_dir]), tmp_path / "a" / "lb.csv", command="x")
+    shutil.copytree(sweep_dir / "gaussian_dim2_s1", sweep_dir / "zz_copy_of_s1")
+    board, col = build([sweep_dir, sweep_dir / "nested"])   # overlapping inputs too
+    assert len(col.duplicates) == 1 and col.duplicates[0][0].name == "zz_copy_of_s1"
+    b = write_all(board, col, tmp_path / "b" / "lb.csv", command="x")
+    assert a[0].read_bytes() == b[0].read_bytes()
+    md = a[1].read_text()
+    assert "| rank | estimator |" in md and "smile-5" in md and "## gaussian (dim=2)" in md
+    meta = json.loads(a[2].read_text())
+    assert meta["steps"] == [100] and meta["seeds"] == [0, 1, 2] and meta["runs"] == 4
+    assert meta["incomplete_runs_skipped"] and meta["devices"] == ["cpu (test)"]
+    back = read_leaderboard(a[0])
+    assert list(back.columns) == COLUMNS and len(back) == 8
+
+
+def test_leaderboard_cli(sweep_dir, tmp_path, capsys):
+    out = tmp_path / "res" / "leaderboard.csv"
+    assert main(["leaderboard", str(sweep_dir), "-o", str(out)]) == 0
+    assert out.is_file() and out.with_suffix(".md").is_file() and (out.parent / "leaderboard.meta.json").is_file()
+    assert "best on gaussian (dim=2)" in capsys.readouterr().out
+    assert main(["leaderboard", str(tmp_path / "nothing-here")]) == 2
+
+
+def _scaled(tmp_path, name, factor=1.0, bias_add=0.0, drop=None, diverge=None):
+    root = tmp_path / name
+    for seed in range(3):
+        rows = [dict(r, mse=r["mse"] * (factor if (r["estimator"], r["true_mi"]) == ("smile-5", 2.0) else 1.0),
+                     bias=r["bias"] + (bias_add if r["estimator"] == "nwj" else 0.0))
+                for r in _rows(seed) if (r["estimator"], r["true_mi"]) != drop]
+        write_fake_run(root / f"s{seed}", rows, task_params={"dim": 2}, seed=seed,
+                       diverged=diverge if seed == 0 else None)
+    return root
+
+
+def test_compare_both_ways(tmp_path, capsys):
+    base = _scaled(tmp_path, "base")
+    base_csv = tmp_path / "base.csv"
+    write_all(*build([base]), base_csv)
+    # identical and slightly worse (within 25% + floor): pass
+    assert main(["compare", str(_scaled(tmp_path, "same")), str(base_csv)]) == 0
+    assert main(["compare", str(_scaled(tmp_path, "bit_worse", factor=1.1)), str(base_csv)]) == 0
+    assert "no regressions" in capsys.readouterr().out
+    # MSE tripled on one row: fail, and the row is named
+    worse = _scaled(tmp_path, "worse", factor=3.0)
+    assert main(["compare", str(worse), str(base_csv)]) == 1
+    text = capsys.readouterr().out
+    assert "WORSE mse" in text and "smile-5" in text and "@ 2 bits" in text
+    # a looser tolerance lets it through
+    assert main(["compare", str(worse), str(base_csv), "--tolerance", "3"]) == 0
+    # |bias| grew by 1 bit for nwj: fails unless only MSE is gated ... and MSE is unchanged
+    biased = _scaled(tmp_path, "biased", bias_add=1.0)
+    assert main(["compare", str(biased), str(base_csv)]) == 1
+    assert main(["compare", str(biased), str(base_csv), "--metrics", "mse"]) == 0
+    # a missing cell and a new divergence both fail
+    assert main(["compare", str(_scaled(tmp_path, "missing", drop=("nwj", 4.0))), str(base_csv)]) == 1
+    assert "missing" in capsys.readouterr().out
+    assert main(["compare", str(_scaled(tmp_path, "div", diverge={"smile-5": 10})), str(base_csv)]) == 1
+    assert "diverged" in capsys.readouterr().out
+    # improvements are reported and pass
+    assert main(["compare", str(base), str(worse)]) == 0
+    assert "improved" in capsys.readouterr().out
+    # the real process exit status (CSV inputs: no torch import in the child)
+    worse_csv = tmp_path / "worse.csv"
+    write_all(*build([worse]), worse_csv)
+    p = subprocess.run([sys.executable, "-m", "mibench.cli", "compare", str(worse_csv), str(base_csv)],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "WORSE" in p.stdout, p.stdout + p.stderr
+
+
+def test_precision_is_part_of_the_setup_and_old_csvs_read_as_fp32(tmp_path):
+    root = tmp_path / "mixed"
+    for seed in range(2):
+        write_fake_run(root / f"fp32_s{seed}", _rows(seed), task_params={"dim": 2}, seed=seed)
+        write_fake_run(root / f"bf16_s{seed}", _rows(seed + 1), task_params={"dim": 2}, seed=seed, precision="bf16")
+    board, _ = build([root])
+    assert sorted(board["precision"].unique()) == ["bf16", "fp32"]
+    assert (board["n_seeds"] == 2).all()          # bf16 runs are not pooled with fp32 runs as extra seeds
+    # a leaderboard written before the precision column existed compares as fp32
+    new_csv, old_csv = tmp_path / "new.csv", tmp_path / "old.csv"
+    fp32_only = tmp_path / "fp32_only"
+    for seed in range(2):
+        write_fake_run(fp32_only / f"s{seed}", _rows(seed), task_params={"dim": 2}, seed=seed)
+    write_all(*build([fp32_only]), new_csv)
+    pd.read_csv(new_csv).drop(columns=["precision"]).to_csv(old_csv, index=False)
+    report = compare(new_csv, old_csv)
+    assert report.ok and report.matched == len(pd.read_csv(new_csv)) > 0
+
+
+def test_pytest_helper(tmp_path):
+    base = _scaled(tmp_path, "base")
+    report = assert_no_regression(base, base)
+    assert report.ok and report.matched == 4
+    with pytest.raises(AssertionError, match="WORSE mse .*smile-5"):
+        assert_no_regression(_scaled(tmp_path, "worse", factor=3.0), base)
+    with pytest.raises(AssertionError, match="missing"):
+        assert_no_regression(_scaled(tmp_path, "missing", drop=("smile-5", 4.0)), base)
+    assert assert_no_regression(_scaled(tmp_path, "m2", drop=("smile-5", 4.0)), base, allow_missing=True).ok
+    assert compare(base, base).ok
+
+
+def test_leaderboard_summary_line_names_the_sample_protocol(tmp_path, capsys):
+    """Sample-protocol runs have no critic size or step count: the 'best on' line says so instead of
+    printing a meaningless '[joint 0x0, 0 steps]' (reads the committed sample leaderboard's runs)."""
+    from pathlib import Path
+
+    runs = Path(__file__).resolve().parents[2] / "results" / "sample_leaderboard" / "sweep"
+    assert main(["leaderboard", str(runs), "-o", str(tmp_path / "lb.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "best on vision [sample protocol, n = 10000]: " in out and "0x0" not in out
+
+
+def test_the_committed_sample_leaderboard_rebuilds_byte_for_byte(tmp_path):
+    """The record layer reads committed runs exactly as they were written: rebuilding the committed
+    sample leaderboard from its run directories gives its CSV, byte for byte."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "results" / "sample_leaderboard"
+    if not (root / "leaderboard.csv").is_file():
+        pytest.skip("no committed sample leaderboard")
+    board, col = build([root])
+    out = tmp_path / "lb.csv"
+    write_all(board, col, out, markdown=False)
+    assert out.read_text() == (root / "leaderboard.csv").read_text()
