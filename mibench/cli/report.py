@@ -33,5 +33,18 @@ def cmd_report(args) -> int:
         words.append("--no-figures")
     index = write_site(args.dirs, args.out, title=args.title, figures=not args.no_figures,
                        command=" ".join(shlex.quote(w) for w in words))
+    _note_incomplete(args.dirs)
     print(f"wrote {index} (open it in a browser; the directory {args.out} is self-contained)")
     return 0
+
+
+def _note_incomplete(dirs) -> None:
+    """Like ``mibench leaderboard``: a note per run left out of the ranking (not complete)."""
+    import sys
+
+    from mibench.records import find_run_dirs
+    from mibench.sweep.plan import cell_status
+
+    for d in find_run_dirs(dirs)[1]:
+        print(f"note: skipping incomplete run {d} ({cell_status(d) or 'unreadable'}; listed on the page)",
+              file=sys.stderr)

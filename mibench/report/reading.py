@@ -40,8 +40,9 @@ class Source:
     path: Path
     shown: str                    # the path as given (the page never shows absolute temporary paths)
     meta: dict | None             # leaderboard.meta.json next to the results, if any
-    manifests: list               # (sweep dir shown, sweep.json dict)
+    manifests: list               # (sweep dir shown, sweep.json dict with counts from its cells' directories)
     runs: list                    # (run dir shown, config.json dict)
+    incomplete: list = field(default_factory=list)   # (run dir shown, status): not complete, not ranked
 
 
 @dataclass
@@ -161,6 +162,7 @@ def read_results(paths, shown=None) -> Results:
     """The leaderboard of ``paths`` (run, sweep or results directories) split into setups, with
     each setup's run directories, and the metadata found next to the results."""
     from mibench.analysis.leaderboard import build
+    from mibench.sweep.plan import cell_counts, cell_status
 
     paths = [Path(p) for p in paths]
     shown = [str(s) for s in (shown or paths)]
@@ -187,10 +189,12 @@ def read_results(paths, shown=None) -> Results:
     sources = []
     for p, s in zip(paths, shown):
         meta = _read_json(p / "leaderboard.meta.json") if p.is_dir() else None
-        manifests = [(_shown(Path(d), p, s), m) for d, m in sorted(col.manifests.items(), key=lambda kv: str(kv[0]))
-                     if _inside(Path(d), p)]
+        manifests = [(_shown(Path(d), p, s), {**m, "counts": cell_counts(d, m)})
+                     for d, m in sorted(col.manifests.items(), key=lambda kv: str(kv[0])) if _inside(Path(d), p)]
         runs = [(_shown(Path(r.path), p, s), r.config) for r in col.runs if _inside(Path(r.path), p)]
-        sources.append(Source(path=p, shown=s, meta=meta, manifests=manifests, runs=runs))
+        incomplete = [(_shown(Path(d), p, s), cell_status(d) or "unreadable") for d in col.incomplete
+                      if _inside(Path(d), p)]
+        sources.append(Source(path=p, shown=s, meta=meta, manifests=manifests, runs=runs, incomplete=incomplete))
     kinds = {r["estimator"]: r.get("kind") for r in records}
     return Results(board=board, setups=list(setups.values()), sources=sources,
                    estimators=_estimator_info(sorted(kinds), kinds))

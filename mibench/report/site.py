@@ -140,6 +140,22 @@ def _run_rows(runs) -> list[dict]:
     return rows
 
 
+def excluded_line(statuses) -> str:
+    """One line for the runs below the given directories that are not complete (their statuses):
+    what the ranking leaves out, as ``mibench leaderboard`` notes it.  Empty when there are none."""
+    statuses = list(statuses)
+    if not statuses:
+        return ""
+    counts: dict[str, int] = {}
+    for st in statuses:
+        counts[st] = counts.get(st, 0) + 1
+    runs = f"{len(statuses)} run{'s' if len(statuses) != 1 else ''}"
+    if len(counts) == 1:
+        return f"{runs} {statuses[0]}, excluded from the ranking"
+    what = ", ".join(f"{v} {k}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"{runs} not complete ({what}), excluded from the ranking"
+
+
 def _meta_facts(meta: dict | None) -> list[tuple[str, str]]:
     if not meta:
         return []
@@ -249,10 +265,13 @@ def build_context(results, site: Path, command: str, title: str, figures: bool =
                         "leaderboard_command": (src.meta or {}).get("command"),
                         "environment": _environment(src.runs), "runs": _run_rows(src.runs),
                         "sweeps": _sweeps(src, site, taken),
+                        "excluded": excluded_line(st for _, st in src.incomplete),
+                        "incomplete": [{"dir": shown, "status": st} for shown, st in src.incomplete],
                         "loose_runs": [f"{shown}/config.json{_rerun_flags(cfg)}" for shown, cfg in src.runs
                                        if not any(shown.startswith(sw.rstrip("/") + "/") for sw, _ in src.manifests)]})
     return {"title": title, "version": __version__, "setups": setups, "sources": sources,
-            "estimators": results.estimators, "command": command, "n_rows": len(results.board)}
+            "estimators": results.estimators, "command": command, "n_rows": len(results.board),
+            "excluded": excluded_line(st for src in results.sources for _, st in src.incomplete)}
 
 
 def write_site(paths, out, *, shown=None, title: str = "MI estimator leaderboard", command: str | None = None,

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from mibench.errors import MibenchError, one_line
-from mibench.sweep.plan import clear_cell, plan
+from mibench.sweep.plan import cell_status, clear_cell, plan
 from mibench.sweep.spec import SweepSpec
 
 FAILED = "failed.json"
@@ -121,6 +121,12 @@ def execute_cell(config: dict, out_dir: str, threads: int | None = None, plot: b
         res = protocol.run(prepared, target, plot=plot, run_id=Path(out_dir).name, resume=resume and not ship)
         result.update(status="complete", diverged=dict(getattr(res, "diverged", {}) or {}),
                       failed_estimates=protocol.failed_estimates(res.config))
+    except KeyboardInterrupt as exc:
+        if IN_WORKER["value"]:   # a pool worker told to stop (its run recorded interrupted): no further cell
+            from mibench.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated
+
+            os._exit(EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED)
+        raise
     except Exception as exc:   # recorded, not fatal: the sweep goes on
         while isinstance(exc, UnboundLocalError) and exc.__context__ is not None:
             exc = exc.__context__  # an error raised while cleaning up hides the real one
@@ -374,9 +380,26 @@ class _Progress:
                  + extra)
 
     def interrupted(self, todo) -> None:
-        """Cells queued or running when the driver is interrupted are recorded as interrupted."""
+        """The driver was interrupted: each cell it had queued or running is recorded with the status
+        its run directory holds (:func:`~mibench.sweep.plan.cell_status`), so a cell that completed
+        before the driver read its result stays complete; a queued cell that never started stays
+        pending, one that started is interrupted."""
+        from mibench.records import read_config
+
         for c in todo:
-            if self.manifest.by_name[c.name]["status"] in ("running", "queued"):
+            entry = self.manifest.by_name[c.name]
+            if entry["status"] not in ("running", "queued"):
+                continue
+            status = cell_status(self.out_dir / c.name)
+            if status == "complete":
+                cfg = read_config(self.out_dir / c.name)
+                self.manifest.update(c.name, status="complete", wall_seconds=cfg.get("wall_seconds"),
+                                     diverged=cfg.get("diverged") or {}, attempts=entry.get("attempts", 0) + 1)
+            elif status == "failed":
+                self.manifest.update(c.name, status="failed", error=read_config(self.out_dir / c.name).get("error"))
+            elif status is None and entry["status"] == "queued":
+                self.manifest.update(c.name, status="pending")
+            else:
                 self.manifest.update(c.name, status="interrupted")
         self.manifest.write("interrupted")
 
@@ -450,9 +473,32 @@ def _run_local(todo, out_dir: Path, ex: Execution, progress: _Progress, resuming
                 _write_failed(out_dir / c.name, res["error"], c.config)
             progress.finished(c, res)
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
+        _stop_pool(pool)
         raise
     pool.shutdown(wait=True)
+
+
+#: seconds the workers of an interrupted driver get to record their runs as interrupted
+STOP_WORKERS_SECONDS = 20.0
+
+
+def _stop_pool(pool) -> None:
+    """The driver was interrupted: cancel the queued cells and pass the stop on to the running ones
+    (SIGTERM, which a run honours at its next step, recording ``interrupted``), then wait for the
+    workers to end -- killing those still running after :data:`STOP_WORKERS_SECONDS` -- so that
+    every cell's run directory holds its final status when the manifest is written."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        with contextlib.suppress(Exception):
+            proc.terminate()
+    deadline = time.monotonic() + STOP_WORKERS_SECONDS
+    for proc in processes:
+        with contextlib.suppress(Exception):
+            proc.join(max(0.0, deadline - time.monotonic()))
+            if proc.is_alive():
+                proc.kill()
+                proc.join(5.0)
 
 
 def _run_dask(todo, out_dir: Path, ex: Execution, progress: _Progress, resuming: set, payload) -> None:

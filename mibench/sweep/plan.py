@@ -75,10 +75,46 @@ def _text_encoder_changed(recorded: dict, config: dict) -> str:
             f"{DEFAULT_ENCODER!r}: pin encoder = \"{used}\" in the spec to keep it")
 
 
+def cell_status(cell_dir) -> str | None:
+    """A cell's status as its run directory records it: ``complete`` (config.json says so and
+    summary.csv is there), ``failed``, ``running`` (its writer is alive), or ``interrupted`` (Ctrl-C,
+    SIGTERM, or a writer that is gone: what ``--resume`` continues); None when the cell never wrote a
+    readable config.json (not started)."""
+    from mibench.errors import UnreadableInput
+    from mibench.records import is_complete, read_config, run_status
+
+    cell_dir = Path(cell_dir)
+    if not (cell_dir / "config.json").is_file():
+        return None
+    try:
+        status = run_status(read_config(cell_dir))
+    except UnreadableInput:
+        return None
+    if status == "complete":
+        return "complete" if is_complete(cell_dir) else "interrupted"
+    return "interrupted" if status == "stale" else status
+
+
+def cell_counts(sweep_dir, manifest: dict) -> dict:
+    """``counts`` of a sweep manifest recomputed from its cells' run directories
+    (:func:`cell_status`; a cell without one is ``pending``, or ``failed`` where the manifest says
+    so): what a reader should show, also for a manifest written before its driver took the cells'
+    own statuses."""
+    counts: dict[str, int] = {}
+    for c in manifest.get("cells") or []:
+        if not isinstance(c, dict):
+            continue
+        status = cell_status(Path(sweep_dir) / str(c.get("dir") or c.get("name"))) \
+            or ("failed" if c.get("status") == "failed" else "pending")
+        counts[status] = counts.get(status, 0) + 1
+    counts["diverged"] = (manifest.get("counts") or {}).get("diverged", 0)
+    return counts
+
+
 def clear_cell(cell_dir: Path) -> None:
     """Remove a cell's directory before it is run again from the start."""
     if cell_dir.exists():
         shutil.rmtree(cell_dir)
 
 
-__all__ = ["Cell", "Plan", "plan", "clear_cell"]
+__all__ = ["Cell", "Plan", "plan", "cell_counts", "cell_status", "clear_cell"]
