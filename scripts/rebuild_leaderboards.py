@@ -2,6 +2,8 @@
 compare: the CSV byte for byte, the Markdown and the sidecar with the generation time set aside.
 
     python scripts/rebuild_leaderboards.py          # exit 1 when a rebuild differs
+    python scripts/rebuild_leaderboards.py --write  # rewrite them (CSV and Markdown) after a change of
+                                                    # the leaderboard's columns, not of the numbers
 
 A leaderboard's inputs are the paths of the ``mibench leaderboard`` command its ``.meta.json``
 records; one made from run directories that are not committed (``results/sweeps/...``) is listed
@@ -44,8 +46,9 @@ def without_time(text: str) -> str:
 
 
 def main() -> int:
-    from mibench.analysis.leaderboard import build, provenance, to_markdown, write_all
+    from mibench.analysis.leaderboard import build, provenance, to_markdown, write_all, write_csv
 
+    write = "--write" in sys.argv[1:]
     differs = 0
     for meta_path in sorted(REPO.glob("results/**/leaderboard.meta.json")):
         csv = meta_path.with_name("leaderboard.csv")
@@ -57,6 +60,12 @@ def main() -> int:
             continue
         paths, title = got
         board, col = build(paths)
+        if write:
+            write_csv(board, csv)
+            if csv.with_suffix(".md").is_file():
+                csv.with_suffix(".md").write_text(to_markdown(board, provenance(col, board, meta["command"]), title))
+            print(f"written     {rel} ({len(col.runs)} runs)")
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "leaderboard.csv"
             write_all(board, col, out, command=meta["command"], markdown=False)

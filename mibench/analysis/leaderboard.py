@@ -38,6 +38,11 @@ protocol, n               ``stream`` (n = 0) or ``sample``: one fixed dataset of
                           ``variance`` the variance over seeds (bits^2); layers ... lr, steps are 0
                           for the sample protocol (mibench.estimate's data-sized defaults) unless set
 kind                      critic | black-box | generative
+bound                     lower bound | upper bound | estimate: what the estimator's number is
+                          relative to the truth (its registry entry; empty for an unknown name)
+bound_check               for a bound: ``above truth`` (a lower bound) / ``below truth`` (an
+                          upper bound) when the seed-mean crossed the truth by more than its 95%
+                          interval, else ``holds``; empty for an estimate
 seconds, n_parameters     sample protocol: mean wall-clock seconds per estimate, trainable parameters
 mi_status, mi_stderr      sample protocol: the estimators' own statuses counted over the seeds'
                           successful estimates (``converged:2;overfit:1``; critic-bound estimators
@@ -71,7 +76,7 @@ ROW_KEY = SETUP_KEY + ["estimator", "true_mi"]
 METRICS = SUMMARY_METRICS          # the metric columns averaged over seeds (mibench.records.formats)
 COLUMNS = (SETUP_COLUMNS + ["estimator", "rank", "rank_score", "true_mi", "n_seeds", "seeds"]
            + [c for m in METRICS for c in (m, f"{m}_ci95")] + ["abs_bias", "diverged_seeds"]
-           + ["kind", "seconds", "n_parameters", "mi_status", "mi_stderr"])
+           + ["kind", "bound", "bound_check", "seconds", "n_parameters", "mi_status", "mi_stderr"])
 
 
 # ------------------------------------------------------------------------------- collecting
@@ -135,6 +140,7 @@ def aggregate(runs):
         row["abs_bias"] = abs(row["bias"]) if np.isfinite(row["bias"]) else float("nan")
         row["diverged_seeds"] = int(g["diverged"].sum())
         row["kind"] = first.get("kind") or "critic"
+        row["bound"], row["bound_check"] = bound_columns(row)
         secs = g["seconds"].to_numpy(dtype=float)
         row["seconds"] = float(np.nanmean(secs)) if np.isfinite(secs).any() else float("nan")
         params = [p for p in g["n_parameters"].tolist() if p is not None and p == p]
@@ -154,6 +160,31 @@ def aggregate(runs):
         board.loc[g.index, "rank"] = g["estimator"].map(ranks).to_numpy()
     board = board.sort_values(SETUP_KEY + ["rank", "estimator", "true_mi"], kind="mergesort").reset_index(drop=True)
     return board[COLUMNS]
+
+
+def bound_columns(row: dict) -> tuple[str, str]:
+    """(``bound``, ``bound_check``) of a leaderboard row: whether the estimator's number is a lower
+    bound, an upper bound or an estimate (:func:`mibench.estimators.registry.estimator_bound`; "" for a
+    name this install does not know), and for a bound whether the seeds' mean kept to its side of the
+    truth: ``above truth`` / ``below truth`` when it crossed it by more than its 95% interval (a lower
+    bound above the truth, an upper bound, such as CLUB or L1Out with a learned conditional, below it),
+    else ``holds``."""
+    from mibench.estimators.kinds import LOWER_BOUND, UPPER_BOUND
+    from mibench.estimators.registry import estimator_bound
+
+    try:
+        bound = estimator_bound(row["estimator"])
+    except MibenchError:
+        return "", ""
+    bias, ci = row.get("bias", float("nan")), row.get("bias_ci95", float("nan"))
+    if bound not in (LOWER_BOUND, UPPER_BOUND) or not np.isfinite(bias):
+        return bound, ""
+    margin = ci if np.isfinite(ci) else 0.0
+    if bound == LOWER_BOUND and bias > margin:
+        return bound, "above truth"
+    if bound == UPPER_BOUND and bias < -margin:
+        return bound, "below truth"
+    return bound, "holds"
 
 
 def build(paths):

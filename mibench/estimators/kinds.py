@@ -44,6 +44,13 @@ GENERATIVE = "generative"
 KINDS = (CRITIC, BLACK_BOX, GENERATIVE)
 SAMPLE_KINDS = (BLACK_BOX, GENERATIVE)
 
+#: what an estimator's reported number is relative to the truth, shown beside it in every leaderboard
+#: so that a bound is never ranked as an estimate without saying so
+LOWER_BOUND = "lower bound"
+UPPER_BOUND = "upper bound"
+ESTIMATE = "estimate"
+BOUND_KINDS = (LOWER_BOUND, UPPER_BOUND, ESTIMATE)
+
 
 @runtime_checkable
 class CriticBound(Protocol):
@@ -182,6 +189,11 @@ class ClassFactory:
 
     target: type | str
     args: tuple = ()
+    #: lower bound / upper bound / estimate for this entry (None: the class's ``bound`` attribute,
+    #: else "estimate"); an entry decides because one class may report several readouts
+    bound: str | None = None
+    #: keyword arguments of ``target`` as (name, value) pairs
+    kwargs: tuple = ()
 
     def cls(self) -> type:
         if isinstance(self.target, str):
@@ -197,8 +209,12 @@ class ClassFactory:
     def training_objective(self) -> str | None:
         return getattr(self.cls(), "training_objective", None)
 
+    @property
+    def bound_kind(self) -> str:
+        return self.bound or getattr(self.cls(), "bound", None) or ESTIMATE
+
     def __call__(self):
-        return self.cls()(*self.args)
+        return self.cls()(*self.args, **dict(self.kwargs))
 
 
 @dataclass(frozen=True)
@@ -209,9 +225,16 @@ class ObjectFactory:
     build: Callable[[], Any]
     kind: str
     training_objective: str | None = None
+    bound_kind: str = ESTIMATE
 
     def __call__(self):
         return self.build()
+
+
+def _object_factory(build: Callable[[], Any], built: Any) -> ObjectFactory:
+    """An :class:`ObjectFactory` whose kind, training objective and bound kind are read off ``built``."""
+    return ObjectFactory(build, kind_of(built), getattr(built, "training_objective", None),
+                         getattr(built, "bound", None) or ESTIMATE)
 
 
 def factory_for(obj: Any, name: str | None = None) -> ClassFactory | ObjectFactory:
@@ -223,8 +246,7 @@ def factory_for(obj: Any, name: str | None = None) -> ClassFactory | ObjectFacto
         try:
             class_kind(obj)
         except MibenchError:
-            return ObjectFactory(lambda: as_estimator(obj, name), kind_of(built),
-                                 getattr(built, "training_objective", None))
+            return _object_factory(lambda: as_estimator(obj, name), built)
         return ClassFactory(obj)
     if callable(obj) and not _is_sample_estimator(obj) and not _is_critic_bound(obj):
         arity = _positional_arity(obj)
@@ -232,10 +254,9 @@ def factory_for(obj: Any, name: str | None = None) -> ClassFactory | ObjectFacto
             return ClassFactory(FunctionEstimator, (obj, name))
         if arity == 0:
             built = as_estimator(obj(), name)
-            return ObjectFactory(lambda: as_estimator(obj(), name), kind_of(built),
-                                 getattr(built, "training_objective", None))
+            return _object_factory(lambda: as_estimator(obj(), name), built)
     built = as_estimator(obj, name)
-    return ObjectFactory(lambda: obj, kind_of(built), getattr(built, "training_objective", None))
+    return _object_factory(lambda: obj, built)
 
 
 def as_factory(obj: Any) -> ClassFactory | ObjectFactory:
@@ -248,4 +269,4 @@ def as_factory(obj: Any) -> ClassFactory | ObjectFactory:
         class_kind(obj)
         return ClassFactory(obj)
     built = obj()
-    return ObjectFactory(obj, kind_of(built), getattr(built, "training_objective", None))
+    return _object_factory(obj, built)

@@ -12,7 +12,8 @@ from mibench.estimators.bounds import dv_bound, infonce_bound, js_estimate, js_p
 from functools import partial
 
 from mibench.estimators.heads import BoundEstimator, Estimator, JSTrainedEstimator, MINEEstimator, TUBAEstimator
-from mibench.estimators.kinds import SAMPLE_KINDS, ClassFactory
+from mibench.estimators.kl_lower_bounds import jsd_kl_bound, nishiyama_bound
+from mibench.estimators.kinds import ESTIMATE, LOWER_BOUND, SAMPLE_KINDS, ClassFactory
 from mibench.estimators.lookup import PluginRegistry
 
 ESTIMATORS: PluginRegistry = PluginRegistry("estimator")
@@ -22,19 +23,24 @@ def _log_k(k: int) -> float:
     return math.log(k)
 
 
-ESTIMATORS.add("nwj", "NWJ / f-GAN KL / MINE-f bound, a(y) = e (trained and reported)", ClassFactory(BoundEstimator, (nwj_bound,)))
-ESTIMATORS.add("js", "trained with the Jensen-Shannon f-GAN objective, reported with NWJ on f + 1", ClassFactory(JSTrainedEstimator, (js_estimate,)))
+ESTIMATORS.add("nwj", "NWJ / f-GAN KL / MINE-f bound, a(y) = e (trained and reported)", ClassFactory(BoundEstimator, (nwj_bound,), LOWER_BOUND))
+ESTIMATORS.add("js", "trained with the Jensen-Shannon f-GAN objective, reported with NWJ on f + 1", ClassFactory(JSTrainedEstimator, (js_estimate,), LOWER_BOUND))
 ESTIMATORS.add("js-paper", "the paper's JS readout (authors' code): the JS-trained critic (shared with js) reported "
-               "with NWJ on f, 1/e nats = 0.53 bits below js at the optimum", ClassFactory(JSTrainedEstimator, (js_paper_estimate,)))
-ESTIMATORS.add("infonce", "InfoNCE / CPC contrastive bound; cannot exceed log K (batch size)", ClassFactory(BoundEstimator, (infonce_bound, _log_k)), aliases=("nce", "cpc"))
-ESTIMATORS.add("dv", "Donsker-Varadhan bound (trained and reported)", ClassFactory(BoundEstimator, (dv_bound,)))
-ESTIMATORS.add("mine", "DV value; gradient de-biased with an EMA (0.9) of the partition term", ClassFactory(MINEEstimator))
+               "with NWJ on f, 1/e nats = 0.53 bits below js at the optimum", ClassFactory(JSTrainedEstimator, (js_paper_estimate,), LOWER_BOUND))
+ESTIMATORS.add("infonce", "InfoNCE / CPC contrastive bound; cannot exceed log K (batch size)", ClassFactory(BoundEstimator, (infonce_bound, _log_k), LOWER_BOUND), aliases=("nce", "cpc"))
+ESTIMATORS.add("dv", "Donsker-Varadhan bound (trained and reported)", ClassFactory(BoundEstimator, (dv_bound,), LOWER_BOUND))
+ESTIMATORS.add("mine", "DV value; gradient de-biased with an EMA (0.9) of the partition term", ClassFactory(MINEEstimator, (), LOWER_BOUND))
 ESTIMATORS.add("smile-5", "SMILE (alias smile), tau = 5: JS-trained critic, DV with partition term clipped to [-5, 5]",
                ClassFactory(JSTrainedEstimator, (partial(smile_bound, clip=5.0),)), aliases=("smile",))
 ESTIMATORS.add("smile-adaptive", "SMILE with tau = max(5, the 99.5th percentile of the joint-pair scores): JS-trained critic, DV with "
                "partition scores capped there (bias <= ~0.005 nats instead of growing with the MI)",
                ClassFactory(JSTrainedEstimator, (smile_adaptive_bound,)))
-ESTIMATORS.add("tuba", "TUBA bound with a learned constant baseline", ClassFactory(TUBAEstimator))
+ESTIMATORS.add("nishiyama", "Nishiyama's KL lower bound from the critic's means and variances on joint and shuffled pairs "
+               "(arXiv:1907.00288, Thm 1; trained and reported)",
+               ClassFactory(BoundEstimator, (nishiyama_bound,), LOWER_BOUND))
+ESTIMATORS.add("jsd-kl", "MI lower bound Xi(JSD) from the JS-trained classifier's JSD bound (Dorent et al., NeurIPS 2025, "
+               "arXiv:2510.20644); shares the js critic", ClassFactory(JSTrainedEstimator, (jsd_kl_bound,), LOWER_BOUND))
+ESTIMATORS.add("tuba", "TUBA bound with a learned constant baseline", ClassFactory(TUBAEstimator, (), LOWER_BOUND))
 
 
 def _smile_factory(match) -> Entry:
@@ -47,7 +53,8 @@ def _smile_factory(match) -> Entry:
             raise MibenchError(f"SMILE clip tau must be > 0, got {tau_text!r}")
         name = f"smile-{tau:g}"
     desc = f"SMILE with clip tau = {tau_text}"
-    return Entry(name, desc, ClassFactory(JSTrainedEstimator, (partial(smile_bound, clip=tau),)))
+    return Entry(name, desc, ClassFactory(JSTrainedEstimator, (partial(smile_bound, clip=tau),),
+                                                LOWER_BOUND if tau is None else ESTIMATE))
 
 
 ESTIMATORS.add_pattern(r"smile-(inf|infinity|[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)", "smile-<tau> (e.g. smile-1, smile-5, smile-inf)", _smile_factory)
@@ -111,7 +118,7 @@ def _alpha_infonce_entry(text: str) -> Entry:
     if not 0.0 < alpha < 1.0:
         raise MibenchError(f"alpha-InfoNCE needs 0 < alpha < 1, got {text!r} (alpha 1 is infonce, 0 is tuba/nwj)")
 
-    factory = ClassFactory("mibench.estimators.fdime:AlphaInfoNCEEstimator", (alpha,))
+    factory = ClassFactory("mibench.estimators.fdime:AlphaInfoNCEEstimator", (alpha,), LOWER_BOUND)
     return Entry(f"alpha-infonce-{alpha:g}", f"alpha-InfoNCE (Poole et al. 2019 §2.5), alpha = {alpha:g}", factory)
 
 
@@ -156,8 +163,42 @@ ESTIMATORS.add("doe-flow", "generative: difference of entropies H(Y) - H(Y|X) wi
                ClassFactory("mibench.estimators.generative:DoEFlow"))
 
 
+def _family(cls_name: str) -> ClassFactory:
+    return ClassFactory(f"mibench.estimators.generative.family:{cls_name}")
+
+
+def _family_in(module: str, cls_name: str) -> ClassFactory:
+    return ClassFactory(f"mibench.estimators.generative.{module}:{cls_name}")
+
+
+ESTIMATORS.add("ba", "generative: Barber-Agakov lower bound H(Y) + E[log q(y|x)], q a conditional flow, H(Y) the Gaussian "
+               "entropy of Y's covariance (exact for Gaussian Y, else an upper bound on H(Y)) (sample protocol)",
+               _family("BarberAgakovFlow"))
+ESTIMATORS.add("gm-flow", "generative: H(X) + H(Y) - H(X, Y) with three normalising flows, held-out (sample protocol)",
+               _family("GMFlow"), aliases=("gm",))
+ESTIMATORS.add("club", "generative: CLUB upper bound E_p[log q(y|x)] - E_p(x)p(y)[log q(y|x)] (Cheng et al. 2020), q a "
+               "conditional Gaussian (the paper's); an upper bound only for the true conditional (sample protocol)",
+               _family("CLUBGaussian"))
+ESTIMATORS.add("mienf", "generative: MIENF (Butakov et al. 2024), flows f_X, f_Y to a learned Gaussian base, the base's "
+               "closed-form MI (sample protocol)", _family_in("mienf", "MIENF"))
+ESTIMATORS.add("mienf-tridiag", "generative: MIENF with the tridiagonal base (correlations rho_i between paired latents only), "
+               "I = -1/2 sum log(1 - rho_i^2) (sample protocol)", ClassFactory("mibench.estimators.generative.mienf:MIENF",
+                                                                            (), None, (("tridiagonal", True),)))
+ESTIMATORS.add("flo", "FLO lower bound 1 + E[-u - exp(-u + g(x,y') - g(x,y))] (Guo et al. 2022), joint critic g and "
+               "u-network trained on the data, not capped by the batch size (sample protocol)",
+               ClassFactory("mibench.estimators.flo:FLOEstimator"))
+ESTIMATORS.add("l1out", "generative: leave-one-out upper bound (Poole et al. 2019 eq. 13), q a conditional flow, blocks of "
+               "256 pairs; an upper bound only for the true conditional (sample protocol)", _family("L1OutFlow"))
+
+
 def estimator_entry(name) -> Entry:
     return ESTIMATORS.get(name)
+
+
+def estimator_bound(name: str) -> str:
+    """``lower bound``, ``upper bound`` or ``estimate``: what a registered estimator's number is
+    relative to the truth (:data:`mibench.estimators.kinds.BOUND_KINDS`)."""
+    return estimator_entry(name).obj.bound_kind
 
 
 def estimator_kind(name: str) -> str:

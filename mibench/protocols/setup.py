@@ -124,6 +124,14 @@ def fmt_pm(v, ci) -> str:
     return s
 
 
+def fmt_bound(row) -> str:
+    """A Markdown cell: ``lower bound`` / ``upper bound`` / ``estimate``, with ``above truth`` /
+    ``below truth`` when a bound crossed the truth (leaderboard columns ``bound``, ``bound_check``)."""
+    bound = row.get("bound") if isinstance(row.get("bound"), str) else ""
+    check = row.get("bound_check") if isinstance(row.get("bound_check"), str) else ""
+    return f"{bound} ({check}!)" if check and check != "holds" else bound
+
+
 # ----------------------------------------------------------------------------------- sweep cells
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from mibench.errors import MibenchError
 from mibench.protocols.base import ProtocolRecords
 from mibench.protocols.setup import (
+    fmt_bound,
     dims_text,
     fmt_num,
     fmt_pm,
@@ -123,12 +124,12 @@ class SampleRecords(ProtocolRecords):
         lines = [f"{'#' * level} {f['task']}{params}{dims_text(f)} · sample protocol, n = {f['n']} pairs per "
                  f"dataset · MI {f['schedule']} bits · critic-bound estimators: {f['critic']} critic via "
                  "mibench.estimate" + (f" ({kw})" if kw else " (data-sized defaults)"), "",
-                 "| rank | estimator | kind | avg MSE | true MI | estimate | bias | variance | MSE | seeds | failed "
+                 "| rank | estimator | kind | bound | avg MSE | true MI | estimate | bias | variance | MSE | seeds | failed "
                  "| s / estimate | parameters | status |",
-                 "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+                 "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         for _, r in group.iterrows():
             params_n = r["n_parameters"]
-            lines.append(f"| {r['rank']} | {r['estimator']} | {r['kind']} | {fmt_num(r['rank_score'])} | "
+            lines.append(f"| {r['rank']} | {r['estimator']} | {r['kind']} | {fmt_bound(r)} | {fmt_num(r['rank_score'])} | "
                          f"{r['true_mi']:g} | {fmt_pm(r['mean_estimate'], r['mean_estimate_ci95'])} | "
                          f"{fmt_pm(r['bias'], r['bias_ci95'])} | {fmt_num(r['variance'])} | "
                          f"{fmt_pm(r['mse'], r['mse_ci95'])} | {r['n_seeds']} | {r['diverged_seeds'] or ''} | "

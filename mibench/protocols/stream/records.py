@@ -10,6 +10,7 @@ from mibench.errors import MibenchError
 from mibench.protocols.base import ProtocolRecords
 from mibench.records.formats import SUMMARY_METRICS
 from mibench.protocols.setup import (
+    fmt_bound,
     dims_text,
     fmt_num,
     fmt_pm,
@@ -122,10 +123,10 @@ class StreamRecords(ProtocolRecords):
         lines = [f"{'#' * level} {f['task']}{params}{dims_text(f)} · {f['critic']} critic "
                  f"{f['layers']}×{f['hidden']} · batch {f['batch_size']} · lr {f['lr']:g} · {f['steps']} steps · "
                  f"MI {f['schedule']} bits" + (f" · burn-in {f['burn_in']}" if f["burn_in"] else ""), "",
-                 "| rank | estimator | avg MSE | true MI | estimate | bias | variance | MSE | seeds | diverged |",
-                 "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                 "| rank | estimator | bound | avg MSE | true MI | estimate | bias | variance | MSE | seeds | diverged |",
+                 "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for _, r in group.iterrows():
-            lines.append(f"| {r['rank']} | {r['estimator']} | {fmt_num(r['rank_score'])} | {r['true_mi']:g} | "
+            lines.append(f"| {r['rank']} | {r['estimator']} | {fmt_bound(r)} | {fmt_num(r['rank_score'])} | {r['true_mi']:g} | "
                          f"{fmt_pm(r['mean_estimate'], r['mean_estimate_ci95'])} | {fmt_pm(r['bias'], r['bias_ci95'])} | "
                          f"{fmt_pm(r['variance'], r['variance_ci95'])} | {fmt_pm(r['mse'], r['mse_ci95'])} | "
                          f"{r['n_seeds']} | {r['diverged_seeds'] or ''} |")
