@@ -109,7 +109,6 @@ def rerun_config(args):
     import dataclasses
 
     from mibench.errors import MibenchError, UnreadableInput
-    from mibench.protocols import protocol_of
     from mibench.records import read_json
 
     path = Path(args.config)
@@ -121,8 +120,7 @@ def rerun_config(args):
     raw = data.get("config") if isinstance(data, dict) and isinstance(data.get("config"), dict) else data
     if not isinstance(raw, dict) or "task" not in raw:
         raise MibenchError(f"--config: {path} is not a mibench run config (no 'config' with a 'task')")
-    protocol = protocol_of({"config": raw, **({"protocol": data.get("protocol")} if isinstance(data, dict) and
-                                                data.get("protocol") else {})})
+    protocol = _protocol_of_config(raw, data)
     base = protocol.config_from_dict(raw, f"--config {path}")
     fields = {f.name for f in dataclasses.fields(base)}
     changes, params, overrides = {}, dict(base.task_params or {}), {}
@@ -142,6 +140,15 @@ def rerun_config(args):
     cfg = dataclasses.replace(base, task_params=params, **changes)
     recorded_id = data.get("run_id") if isinstance(data, dict) else None
     return protocol, cfg, {"rerun_of": {"config": str(path.resolve()), "run_id": recorded_id, "overrides": overrides}}
+
+
+def _protocol_of_config(raw: dict, data):
+    """The protocol of a ``--config`` file, by name: the file is an argument, so its mistakes are
+    usage errors, reported by ``config_from_dict`` with the file's name (not a damaged record)."""
+    from mibench.protocols import LEGACY_PROTOCOL, get_protocol
+
+    named = data.get("protocol") if isinstance(data, dict) else None
+    return get_protocol(named or raw.get("protocol") or LEGACY_PROTOCOL)
 
 
 class _FlagNames(dict):
@@ -175,10 +182,13 @@ def cmd_run(args) -> int:
         protocol, cfg, extra = rerun_config(args)
     else:
         protocol = choose_protocol({"n": args.n})
+        args.mi = task_mi(args.task, args.mi, "mi" in getattr(args, "_given", ()))
         cfg = protocol.config_from_args(args, task_params_from_args(args))
     prepared = protocol.prepare(cfg)
     cfg = prepared.config
     if args.out:
+        if not args.overwrite:
+            _check_recorded(args.out)
         c = claim(args.out, prepared.config_dict(), resume=args.resume, overwrite=args.overwrite)
         out = c.path
         if c.mode == "complete":
@@ -207,6 +217,32 @@ def cmd_run(args) -> int:
               f"{EXIT_FAILED_ESTIMATES}", file=sys.stderr)
         return EXIT_FAILED_ESTIMATES
     return EXIT_OK
+
+
+def task_mi(task: str, mi, given: bool):
+    """``--mi`` for ``task``: a fixed-MI task (every BMI task) runs at its own MI when ``--mi`` is not
+    given, and at exactly it when ``--mi`` is it at the printed precision; otherwise ``mi`` as given
+    (or the default schedule)."""
+    from mibench.tasks import TASKS
+    from mibench.tasks.base import mi_for_task
+
+    chosen = mi_for_task(TASKS.get(task).name, mi if given else None)
+    return mi if chosen is None else chosen
+
+
+def _check_recorded(out) -> None:
+    """A run already in ``--out`` must be a readable record: a config.json that is damaged, or whose
+    fields have the wrong types, is one :class:`~mibench.errors.UnreadableInput` line (exit 4)."""
+    from mibench.errors import UnreadableInput
+    from mibench.protocols import protocol_of
+    from mibench.records import read_config
+
+    if not (Path(out) / "config.json").is_file():
+        return
+    try:
+        protocol_of(read_config(out))
+    except UnreadableInput as exc:
+        raise UnreadableInput(f"--out {out}: {exc} (pass --overwrite to replace it)") from None
 
 
 def _exit_code(protocol, out) -> int:

@@ -165,6 +165,7 @@ class SweepSpec:
         from mibench.estimators import resolve_estimators
         from mibench.protocols import choose_protocol
         from mibench.tasks import TASKS
+        from mibench.tasks.base import mi_for_task
 
         settings = [{k: t.get(k, self.scalars.get(k)) for k in SCALARS} for t in self.tasks]
         protocols = {choose_protocol(s).name for s in settings}
@@ -177,6 +178,7 @@ class SweepSpec:
             params_grid = {**self.params, **t.get("params", {})}
             estimators = resolve_estimators(t.get("estimators", self.estimators))
             axes = {key: t.get(key, self.grid.get(key)) for key in AXIS_KEYS}
+            axes["mi"] = mi_for_task(entry.name, axes["mi"])     # a fixed-MI task: its own level
             keys = list(params_grid)
             for combo in itertools.product(*[listify(params_grid[k]) for k in keys]):
                 params = check_task_params(entry.name, entry.obj, dict(zip(keys, combo)))

@@ -35,34 +35,87 @@ class Task(Protocol):
         """JSON-able description (ds, dr, data source, decoder accuracy, ...)."""
 
 
-#: task name -> the one MI level (bits) a fixed-MI task holds (:class:`mibench.tasks.catalogue.FixedMITask`
-#: registers itself), so that both protocols refuse any other level before a run starts
+#: task name -> the one MI level (bits) a fixed-MI task holds, filled when the task is registered
+#: (:mod:`mibench.tasks.bmi_v1`) and when it is built (:class:`mibench.tasks.catalogue.FixedMITask`), so
+#: that both protocols refuse other levels before a run starts and ``mibench run`` / ``mibench sweep``
+#: run such a task at its own level when no MI is given (:func:`fixed_level`)
 FIXED_LEVELS: dict[str, float] = {}
-FIXED_LEVEL_TOLERANCE_BITS = 1e-9
+#: mibench prints an MI bound or a fixed level with at least this many significant digits (``mibench
+#: list`` 12, run tables and refusals 4 to 6), so a request that agrees with the value to these digits
+#: is that value (:func:`printed_tolerance`)
+PRINTED_DIGITS = 4
 
 
-def check_fixed_level(task_name: str, mi_bits: float) -> None:
-    """Refuse, in one line, a level other than the fixed MI of a fixed-MI task (no-op for other tasks)."""
-    fixed = FIXED_LEVELS.get(task_name)
-    if fixed is not None and not abs(mi_bits - fixed) <= FIXED_LEVEL_TOLERANCE_BITS:
-        raise MibenchError(f"task {task_name!r} has one fixed true MI, {fixed:.12g} bits; requested {mi_bits:g} bits "
-                           f"(use --mi {fixed:.12g})")
+def printed_tolerance(value_bits: float) -> float:
+    """Half a unit in the :data:`PRINTED_DIGITS`-th significant digit of ``value_bits``: how far a
+    request may lie from a fixed level or a bound and still be that value as mibench prints it
+    (0.596322538971 bits is accepted as 0.5963; log2(10) = 3.32192809489 as 3.32193 or 3.322)."""
+    value = abs(float(value_bits))
+    if not math.isfinite(value):
+        return 0.0
+    if value == 0.0:
+        return 0.5 * 10.0 ** -PRINTED_DIGITS
+    return 0.5 * 10.0 ** (math.floor(math.log10(value)) - PRINTED_DIGITS + 1) * (1 + 1e-9)
 
 
-def check_mi_request(task_name: str, mi_bits: float, max_mi_bits: float, what: str = "") -> None:
-    """Refuse impossible MI requests with one clear line."""
+def fixed_level(task_name: str) -> float | None:
+    """The one MI (bits) of a fixed-MI task (:data:`FIXED_LEVELS`, the name as registered or in any
+    case), or None for a task that holds a range of levels."""
+    if task_name in FIXED_LEVELS:
+        return FIXED_LEVELS[task_name]
+    key = str(task_name).strip().lower()
+    return next((v for k, v in FIXED_LEVELS.items() if k.lower() == key), None)
+
+
+def check_fixed_level(task_name: str, mi_bits: float) -> float:
+    """The fixed MI of a fixed-MI task when ``mi_bits`` is it at the printed precision
+    (:func:`printed_tolerance`), else a one-line refusal; ``mi_bits`` unchanged for other tasks."""
+    fixed = fixed_level(task_name)
+    if fixed is None:
+        return mi_bits
+    if not abs(mi_bits - fixed) <= printed_tolerance(fixed):
+        raise MibenchError(f"task {task_name!r} has one fixed true MI, {fixed:.12g} bits, and cannot run at "
+                           f"{mi_bits:g} bits: leave --mi out (or give --mi {fixed:.12g})")
+    return fixed
+
+
+def check_mi_request(task_name: str, mi_bits: float, max_mi_bits: float, what: str = "") -> float:
+    """Refuse an impossible MI request with one clear line; return the level to draw at: the request,
+    or the fixed level / the task's maximum when the request is that value at the printed precision
+    (:func:`printed_tolerance`)."""
     if not math.isfinite(mi_bits) or mi_bits < 0:
         raise MibenchError(f"true MI must be a finite number >= 0 bits, got {mi_bits}")
-    check_fixed_level(task_name, mi_bits)
-    if mi_bits > max_mi_bits + 1e-9:
+    mi_bits = check_fixed_level(task_name, mi_bits)
+    if mi_bits > max_mi_bits:
+        if mi_bits <= max_mi_bits + printed_tolerance(max_mi_bits):
+            return max_mi_bits
         extra = f" ({what})" if what else ""
         raise MibenchError(
-            f"task {task_name!r} holds at most {max_mi_bits:g} bits{extra}; requested {mi_bits:g} bits"
+            f"task {task_name!r} holds at most {max_mi_bits:.6g} bits{extra}; requested {mi_bits:g} bits"
         )
+    return mi_bits
+
+
+def mi_for_task(task_name: str, mi):
+    """The MI setting a run or sweep cell of ``task_name`` gets: for a fixed-MI task, its own level when
+    none is given (``mi`` None) and the exact level for a number that is it at the printed precision;
+    anything else unchanged (the protocols check it against the task)."""
+    fixed = fixed_level(task_name)
+    if fixed is None:
+        return mi
+    if mi is None:
+        return fixed
+    if isinstance(mi, (list, tuple)):          # a sweep axis or a list of levels: each value
+        return [mi_for_task(task_name, v) for v in mi]
+    try:
+        value = float(mi)
+    except (TypeError, ValueError):
+        return mi
+    return fixed if math.isfinite(value) and abs(value - fixed) <= printed_tolerance(fixed) else mi
 
 
 # ---------------------------------------------------------------------------------------------
-# Binary symmetric channel (paper 002, §4.5, Theorem 4.4): I(X;Y) = ds * (1 - H_b(beta)), bits.
+# Binary symmetric channel (Lee & Rhee 2024, §4.5, Theorem 4.4): I(X;Y) = ds * (1 - H_b(beta)), bits.
 # ---------------------------------------------------------------------------------------------
 
 def binary_entropy_bits(beta: float) -> float:
@@ -124,7 +177,7 @@ def invert_monotone(f, target: float, lo: float, hi: float, *, increasing: bool 
 
 
 # ---------------------------------------------------------------------------------------------
-# Correlated Gaussians (paper 002, §4.1): I = -(d/2) log(1 - rho^2) nats.
+# Correlated Gaussians (Lee & Rhee 2024, §4.1): I = -(d/2) log(1 - rho^2) nats.
 # ---------------------------------------------------------------------------------------------
 
 def gaussian_mi_bits(dim: int, rho: float) -> float:

@@ -37,6 +37,8 @@ from typing import Callable
 import numpy as np
 import torch
 
+from mibench.utils.units import LN2
+from mibench.tasks.base import FIXED_LEVELS
 from mibench.tasks.catalogue import FixedMITask, add_to_catalogue, fixed_mi_bits_text
 from mibench.tasks.distributions import chi2_draw, gaussian_mi_from_cov, student_t_correction_nats
 from mibench.tasks.registry import TASKS
@@ -251,11 +253,18 @@ def register(catalogue: str, tasks, truth: str = "closed form", stderr: dict | N
         desc = (f"{shown} · {dist.dim_x}x{dist.dim_y} · MI {fixed_mi_bits_text(dist.mi_nats / math.log(2))} bits"
                 f" ({truth}{f', stderr {se:.1g} nats' if se else ''})")
 
-        def factory(device="cpu", _t=(task_id, shown, dist, se)):
-            return make_fixed(_t[0], _t[1], _t[2], catalogue, truth, _t[3], device)
-
-        TASKS.add(task_id, desc, factory)
+        TASKS.add(task_id, desc, _fixed_factory(task_id, shown, dist, catalogue, truth, se))
+        FIXED_LEVELS[task_id] = dist.mi_nats / LN2   # run at this level when no MI is given
         add_to_catalogue(catalogue, task_id)
+
+
+def _fixed_factory(task_id: str, shown: str, dist: Dist, catalogue: str, truth: str, se: float | None):
+    """The registry factory of one fixed-MI task: it takes only ``device`` (the task has no parameters,
+    and a refusal of a parameter lists none)."""
+    def factory(device="cpu"):
+        return make_fixed(task_id, shown, dist, catalogue, truth, se, device)
+
+    return factory
 
 
 V1_TASKS = v1_tasks()

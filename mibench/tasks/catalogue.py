@@ -20,14 +20,17 @@ for any task name, including the Lee & Rhee tasks.
 
 Fixed-MI tasks.  A BMI task is one distribution with one mutual information.  In mibench's task
 protocol (``sample(batch_size, mi_bits, generator)`` at a requested level) such a task holds
-exactly that level: ``max_mi_bits`` is its MI and every other level is refused in one line before a run
-starts (the protocols' MI check consults :data:`mibench.tasks.base.FIXED_LEVELS`; ``sample`` checks again).  Both protocols work at its level::
+exactly that level: ``max_mi_bits`` is its MI, ``mibench run`` and ``mibench sweep`` use it when no
+MI is given, a request equal to it at the printed precision (4 significant digits or more, e.g.
+``--mi 0.5963``) is taken as it, and every other level is refused in one line before a run starts
+(the protocols' MI check consults :data:`mibench.tasks.base.FIXED_LEVELS`; ``sample`` checks again).
+Both protocols work at its level::
 
-    mibench run --task 1v1-normal-0.75 --n 5000 --mi 0.596322538971 --estimator ksg
-    mibench run --task 1v1-normal-0.75 --steps 2000 --mi 0.596322538971
+    mibench run --task 1v1-normal-0.75 --n 5000 --estimator ksg
+    mibench run --task 1v1-normal-0.75 --steps 2000 --mi 0.5963
 
-``mibench list`` prints every task's MI in bits with 12 significant digits (what ``--mi`` takes);
-the preset configs carry the exact values.
+``mibench list`` prints every task's MI in bits with 12 significant digits; the preset configs carry
+the exact values.
 """
 from __future__ import annotations
 
@@ -122,9 +125,10 @@ class FixedMITask:
     def max_mi_bits(self) -> float:
         return self.mi_bits
 
-    def check_level(self, mi_bits: float) -> None:
-        """Refuse any level but the task's own MI, in one line."""
-        check_fixed_level(self.name, float(mi_bits))
+    def check_level(self, mi_bits: float) -> float:
+        """The task's own MI for a request that is it at the printed precision; any other level is
+        refused in one line."""
+        return check_fixed_level(self.name, float(mi_bits))
 
     def sample(self, batch_size: int, mi_bits: float, generator: torch.Generator):
         self.check_level(float(mi_bits))

@@ -42,7 +42,7 @@ from mibench.errors import MibenchError
 from mibench.utils.registry import Entry
 from mibench.utils.units import LN2
 from mibench.tasks.registry import TASKS
-from mibench.tasks.base import check_mi_request
+from mibench.tasks.base import check_mi_request, printed_tolerance
 
 MAX_DIM = 512
 MIX_SHIFT = 2.0          # component means at +-2 (unit variance): clearly bimodal margins
@@ -130,7 +130,15 @@ class DistributionTask:
     # -- MI <-> strength ----------------------------------------------------------------------
     @property
     def max_mi_bits(self) -> float:
+        """Unbounded, except ``mix``: its reach at the strongest correlation float64 holds."""
+        if self.kind == "mix":
+            return _mix_reach_bits(self.dim_x, self.dim_y, self.k)
         return math.inf
+
+    @property
+    def reach_note(self) -> str:
+        """Why ``max_mi_bits`` is finite, for a refusal."""
+        return "the mixture's Gaussian pairs are at the strongest correlation float64 holds" if self.kind == "mix" else ""
 
     @property
     def min_mi_nats(self) -> float:
@@ -230,34 +238,55 @@ def _solve_rho(task: DistributionTask, mi_bits: float) -> float:
     key = (task.kind, task.dim_x, task.dim_y, task.dof, round(mi_bits, 12))
     if key in _RHO_CACHE:
         return _RHO_CACHE[key]
-    check_mi_request(task.name, mi_bits, task.max_mi_bits)
-    target = mi_bits * LN2
+    level = check_mi_request(task.name, mi_bits, task.max_mi_bits, task.reach_note)
     if task.kind == "mix":
-        # solve in t = the Gaussian MI of (u, v) (rho = sqrt(1 - exp(-2 t / k))); I_mix(t) <= t (x, y are
-        # (u, v) plus independent sign shifts: data processing), so t >= target brackets the root;
-        # Brent's method on the common-random-number MC estimate (about 10 evaluations)
-        from scipy.optimize import brentq
-
-        rho_of = lambda t: math.sqrt(-math.expm1(-2.0 * t / task.k))  # noqa: E731
-        f = lambda t: _mix_mi_mc(task.dim_x, task.dim_y, task.k, rho_of(t))[0] - target  # noqa: E731
-        rho = 0.0
-        if target > 0:
-            hi = target
-            while f(hi) < 0:
-                hi *= 2.0
-                if hi > 60:
-                    raise MibenchError(f"task {task.name!r}: {mi_bits:g} bits is beyond this mixture's reach")
-            rho = rho_of(brentq(f, 0.0, hi, xtol=1e-7, rtol=1e-9)) if hi > target or f(hi) > 0 else rho_of(hi)
+        rho = _solve_mix_rho(task, level * LN2)
     else:
-        gauss = target - task.min_mi_nats
-        if gauss < -1e-12:
-            raise MibenchError(f"task {task.name!r} holds at least {task.min_mi_nats / LN2:.4g} bits "
+        min_bits = task.min_mi_nats / LN2
+        if level < min_bits - printed_tolerance(min_bits):
+            raise MibenchError(f"task {task.name!r} holds at least {min_bits:.6g} bits "
                                f"(heavy tails alone, dof {task.dof:g}); requested {mi_bits:g} bits")
+        gauss = level * LN2 - task.min_mi_nats
         rho = math.sqrt(-math.expm1(-2.0 * max(gauss, 0.0) / task.k))
     if rho >= 1.0:
         raise MibenchError(f"task {task.name!r}: {mi_bits:g} bits needs correlation 1 in float64; lower the MI")
     _RHO_CACHE[key] = rho
     return rho
+
+
+#: the largest Gaussian MI per correlated pair (nats) the ``mix`` task is driven to: beyond it
+#: 1 - rho^2 = exp(-2 t) falls below 1e-13, where float64 can no longer hold the pair's correlation
+MIX_MAX_NATS_PER_PAIR = 15.0
+
+
+def _mix_rho_of(t: float, k: int) -> float:
+    """The ``mix`` strength rho whose k Gaussian pairs carry t nats."""
+    return math.sqrt(-math.expm1(-2.0 * t / k))
+
+
+def _mix_reach_bits(dim_x: int, dim_y: int, k: int) -> float:
+    """The largest MI (bits) the ``mix`` task reaches: its Monte-Carlo MI at the strongest correlation
+    float64 holds (:data:`MIX_MAX_NATS_PER_PAIR` per pair)."""
+    return _mix_mi_mc(dim_x, dim_y, k, _mix_rho_of(MIX_MAX_NATS_PER_PAIR * k, k))[0] / LN2
+
+
+def _solve_mix_rho(task: DistributionTask, target: float) -> float:
+    """Solve in t = the Gaussian MI of (u, v) (rho = sqrt(1 - exp(-2 t / k))); I_mix(t) <= t (x, y are
+    (u, v) plus independent sign shifts: data processing), so t >= target brackets the root, and
+    the request was checked against the reach at t = :data:`MIX_MAX_NATS_PER_PAIR` k; Brent's method
+    on the common-random-number MC estimate (about 10 evaluations)."""
+    from scipy.optimize import brentq
+
+    if target <= 0:
+        return 0.0
+    cap = MIX_MAX_NATS_PER_PAIR * task.k
+    f = lambda t: _mix_mi_mc(task.dim_x, task.dim_y, task.k, _mix_rho_of(t, task.k))[0] - target  # noqa: E731
+    hi = min(target, cap)
+    while f(hi) < 0 and hi < cap:
+        hi = min(2.0 * hi, cap)
+    if f(hi) <= 0:         # the request is the reach at the printed precision
+        return _mix_rho_of(hi, task.k)
+    return _mix_rho_of(brentq(f, 0.0, hi, xtol=1e-7, rtol=1e-9), task.k)
 
 
 _RHO_CACHE: dict = {}

@@ -75,10 +75,10 @@ def kary_error(k: int, mi_bits: float) -> float:
     mi_bits : requested MI in [0, log2 K] bits.
     """
     check_channel(k, 0.0)
-    check_mi_request(f"{k}-ary channel", mi_bits, math.log2(k), f"alphabet of {k} classes")
-    target = mi_bits * LN2
-    if target >= math.log(k):
+    level = check_mi_request(f"{k}-ary channel", mi_bits, math.log2(k), f"alphabet of {k} classes")
+    if level >= math.log2(k):          # the maximum (as printed, too): the error-free channel
         return 0.0
+    target = level * LN2
     # MI falls from log K to 0 on [0, 1 - 1/K]
     return invert_monotone(lambda eps: kary_mi_nats(k, eps), target, 0.0, 1.0 - 1.0 / k, increasing=False)
 

@@ -156,7 +156,7 @@ class MutinfoImageTask:
         return MAX_MI_BITS
 
     def rho(self, mi_bits: float) -> float:
-        check_mi_request(self.name, mi_bits, self.max_mi_bits, "latent resolution of the float32 images")
+        mi_bits = check_mi_request(self.name, mi_bits, self.max_mi_bits, "latent resolution of the float32 images")
         return math.sqrt(-math.expm1(-2.0 * mi_bits * LN2 / self.d))
 
     def latents(self, batch_size: int, mi_bits: float, generator: torch.Generator):

@@ -80,6 +80,8 @@ def prepare(cfg: StreamConfig) -> PreparedStream:
 
 
 def _capacity_note(task) -> str:
+    if getattr(task, "reach_note", ""):      # a task that says why its MI is bounded
+        return task.reach_note
     info = task.info()
     return f"ds = {info['ds']} binary sources" if "ds" in info and math.isfinite(task.max_mi_bits) else ""
 
