@@ -120,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     except MibenchError as exc:
         print(f"mibench: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:      # a path the command must write (or read) cannot be: read-only, full, not a directory
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"mibench: error: cannot use{where}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt as exc:
         if isinstance(exc, Terminated):
             print("mibench: terminated (SIGTERM); what ran is marked interrupted (--resume continues it)",

@@ -51,12 +51,21 @@ def choose_protocol(settings: dict):
 
 
 def protocol_of(config: dict):
-    """The protocol that wrote a run, from its config.json (a dict)."""
+    """The protocol that wrote a run, from its config.json (a dict).  A recorded run config whose
+    fields are unknown or of the wrong type is a damaged record: one :class:`UnreadableInput` line."""
     name = config.get("protocol") or (config.get("config") or {}).get("protocol") or LEGACY_PROTOCOL
     try:
-        return get_protocol(name)
+        protocol = get_protocol(name)
     except MibenchError:
         raise UnreadableInput(f"config.json names an unknown protocol {name!r}") from None
+    raw = config.get("config")
+    if isinstance(raw, dict) and "task" in raw:
+        try:
+            protocol.config_from_dict(raw, "its config")
+        except MibenchError as exc:
+            run = f" of run {config['run_id']}" if isinstance(config.get("run_id"), str) else ""
+            raise UnreadableInput(f"config.json{run} is damaged: {exc}") from None
+    return protocol
 
 
 __all__ = ["PROTOCOLS", "choose_protocol", "get_protocol", "protocol_of"]

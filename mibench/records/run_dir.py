@@ -41,12 +41,30 @@ def now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
+#: config.json's top-level fields a reader relies on, with the types they must have (absent is
+#: allowed: runs recorded before a field existed lack it)
+HEADER_TYPES = {"protocol": (str,), "status": (str,), "run_id": (str, type(None)), "schedule": (dict,),
+                "task_info": (dict,), "environment": (dict,), "files": (dict,), "error": (str, type(None)),
+                "failed_estimates": (list,)}
+
+
 def read_config(run_dir) -> dict:
-    """``run_dir/config.json`` as a dict (missing, empty, damaged or not an object: one line)."""
+    """``run_dir/config.json`` as a dict; missing, empty, damaged, not an object, or a field of the
+    wrong type (:data:`HEADER_TYPES`, the checksums in ``files``): one :class:`UnreadableInput` line."""
     path = Path(run_dir) / CONFIG
     data = read_json(path, "run config")
     if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
         raise UnreadableInput(f"{path} is not a mibench run config (no 'config' object)")
+    for key, types in HEADER_TYPES.items():
+        if key in data and not isinstance(data[key], types):
+            want = " or ".join("null" if t is type(None) else {dict: "an object", list: "a list", str: "a string"}[t]
+                               for t in types)
+            raise UnreadableInput(f"{path} is damaged: {key!r} must be {want}, got {json.dumps(data[key])[:60]}")
+    if "status" in data and data["status"] not in STATUSES:
+        raise UnreadableInput(f"{path} is damaged: unknown status {data['status']!r} (one of {', '.join(STATUSES)})")
+    bad = [k for k, v in (data.get("files") or {}).items() if not isinstance(v, str)]
+    if bad:
+        raise UnreadableInput(f"{path} is damaged: the checksum of {bad[0]!r} in 'files' is not a string")
     return data
 
 
@@ -252,19 +270,8 @@ def claim(out, config, *, resume: bool = False, overwrite: bool = False, kind: s
         if not (path / marker).is_file():
             raise MibenchError(f"--out {path} exists and is not a mibench {kind} directory; give a new or empty "
                                "directory")
-        recorded = _recorded(path, kind)
-        if kind == "run":
-            status = run_status(recorded)
-            if status == "running":
-                w = recorded.get("writer") or {}
-                raise MibenchError(f"--out {path} is being written by {w.get('host')}:{w.get('pid')} right now; "
-                                   "wait for it or stop it")
-            same = fingerprint(recorded["config"]) == fingerprint(config)
-            diff = config_diff(recorded["config"], config)
-        else:
-            old, new = sweep_cells(c.get("config", {}) for c in recorded.get("cells", [])), sweep_cells(config)
-            same, diff = old <= new, []
-            status = recorded.get("status", "") if old == new else "this sweep extends it"
+        recorded = _recorded(path, kind, overwrite)     # None: damaged, and --overwrite replaces it
+        same, diff, status = _compare(path, kind, recorded, config) if recorded is not None else (False, [], "")
         if overwrite:
             shutil.rmtree(path)
         elif not same:
@@ -286,7 +293,24 @@ def claim(out, config, *, resume: bool = False, overwrite: bool = False, kind: s
     return Claim("new", path)
 
 
-def _recorded(path: Path, kind: str) -> dict:
+def _compare(path: Path, kind: str, recorded: dict, config) -> tuple[bool, list, str]:
+    """(same run or a sweep this one extends, the fields that differ, its status) of what ``--out``
+    holds; a run being written right now is refused in one line."""
+    if kind == "run":
+        status = run_status(recorded)
+        if status == "running":
+            w = recorded.get("writer") or {}
+            raise MibenchError(f"--out {path} is being written by {w.get('host')}:{w.get('pid')} right now; "
+                               "wait for it or stop it")
+        return (fingerprint(recorded["config"]) == fingerprint(config), config_diff(recorded["config"], config),
+                status)
+    old, new = sweep_cells(c.get("config", {}) for c in recorded.get("cells", [])), sweep_cells(config)
+    return old <= new, [], recorded.get("status", "") if old == new else "this sweep extends it"
+
+
+def _recorded(path: Path, kind: str, overwrite: bool = False) -> dict | None:
+    """The run's config.json or the sweep's manifest in ``--out``; a damaged one is one
+    :class:`UnreadableInput` line (None with ``overwrite``: it is replaced)."""
     try:
         if kind == "run":
             return read_config(path)
@@ -295,7 +319,9 @@ def _recorded(path: Path, kind: str) -> dict:
             raise UnreadableInput(f"{path / MANIFEST} is not a mibench sweep manifest")
         return data
     except UnreadableInput as exc:
-        raise MibenchError(f"--out {path}: {exc} (pass --overwrite to replace it)") from None
+        if overwrite:
+            return None
+        raise UnreadableInput(f"--out {path}: {exc} (pass --overwrite to replace it)") from None
 
 
 def unique_dir(parent, name: str) -> Path:
@@ -323,7 +349,8 @@ def unique_dir(parent, name: str) -> Path:
 
 def find_run_dirs(paths) -> tuple[list[Path], list[Path], list[Path]]:
     """(complete run dirs, other run dirs, sweep dirs) below ``paths``, sorted; one line for a
-    path that does not exist or is a file."""
+    path that does not exist or is a file, and an :class:`UnreadableInput` line for a run directory
+    whose config.json is damaged (:func:`read_config`): a damaged record, not an incomplete run."""
     complete, others, sweeps = [], [], []
     for p in paths:
         p = Path(p)
@@ -336,7 +363,8 @@ def find_run_dirs(paths) -> tuple[list[Path], list[Path], list[Path]]:
             root = Path(root)
             if MANIFEST in files:
                 sweeps.append(root)
-            if CONFIG in files:
-                (complete if is_complete(root) else others).append(root)
+            if CONFIG in files:     # a damaged config.json is a damaged record, not an incomplete run
+                status = read_config(root).get("status")
+                (complete if status == "complete" and (root / "summary.csv").is_file() else others).append(root)
                 dirs[:] = []     # a run directory has no run directories inside
     return sorted(set(complete)), sorted(set(others)), sorted(set(sweeps))
