@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Batches/s of the vectorised vision sampler vs a straightforward per-sample implementation.
 
-Both build the same construction (paper 002 §4.4-4.5, §5.6): ds = 10 fair binary sources as a
+Both build the same construction (Lee & Rhee 2024 §4.4-4.5, §5.6): ds = 10 fair binary sources as a
 1x2x5 grid of MNIST 0/1 digits, Y's classes through a BSC at the requested MI, Y's digits
 different images of their class, canvas resized to 28x28 (bilinear, antialias), optional
 CIFAR-10 nuisance clip(canvas + eta * background, 0, 1), batch 64.
@@ -10,7 +10,7 @@ CIFAR-10 nuisance clip(canvas + eta * background, 0, 1), batch 64.
 * per-sample: a Python loop over samples and sources (numpy draws), the canvas assembled per
   sample and resized per image (one interpolate call per canvas and per background).
 
-    MIBENCH_DATA=/work/shared/data python benchmarks/bench_vision_sampler.py [--seconds 3] [--threads 1]
+    MIBENCH_DATA=/path/to/data python benchmarks/bench_vision_sampler.py [--seconds 3] [--threads 1]
 """
 from __future__ import annotations
 

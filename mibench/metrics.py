@@ -1,4 +1,4 @@
-"""Bias / variance / MSE of estimates against the true MI, per true-MI level (paper 002, §5).
+"""Bias / variance / MSE of estimates against the true MI, per true-MI level (Lee & Rhee 2024, §5).
 
 Window: for every level, all steps at that level except the first ``burn_in`` steps of the level
 (default 0, i.e. the whole segment, as the paper averages over training).  Steps with a

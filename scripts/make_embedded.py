@@ -5,7 +5,7 @@ Deterministic (seeded selections; zip entries written with a fixed timestamp), s
 same data and encoder gives byte-identical files.  Provenance (sources and their md5s, parameters,
 encoder identity, the md5 of each .npz) goes to mibench/data/embedded/provenance.json.
 
-    MIBENCH_DATA=/work/shared/data python scripts/make_embedded.py [--only mnist cifar10 imdb]
+    MIBENCH_DATA=/path/to/data python scripts/make_embedded.py [--only mnist cifar10 imdb]
 
 The IMDB part embeds 2 x n reviews (~0.1-0.2 s each on CPU) with the default text encoder, the
 fine-tuned minilm-imdb (run ``mibench encoders finetune-text`` first); it reuses mibench's

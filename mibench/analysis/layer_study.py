@@ -1,4 +1,4 @@
-"""The ResNet layer study (paper 002 §5.7, Figure 6): estimated MI per layer for each estimator.
+"""The ResNet layer study (Lee & Rhee 2024 §5.7, Figure 6): estimated MI per layer for each estimator.
 
 Input: a sweep (or runs) of the ``resnet-layers`` preset: vision runs with ``transform=resnet`` and
 one ``layer`` each, plus optionally the raw canvas (no transform).  Output:

@@ -27,7 +27,9 @@ def register_cli(subparsers) -> None:
 
 def status(data_dir=None) -> dict:
     from mibench.data import embedded
-    from mibench.data.sources import DATASETS, cache_dir, data_dir_origin, dataset_status, resolve_data_dir
+    from mibench.data.sources import (
+        DATASETS, FORMATS, cache_dir, data_dir_origin, dataset_status, resolve_data_dir,
+    )
 
     root = resolve_data_dir(data_dir)
     prov = embedded.provenance().get("parts", {})
@@ -38,11 +40,13 @@ def status(data_dir=None) -> dict:
                             "md5": prov.get(n, {}).get("md5")} for n in embedded.FILES}}
     emb_dir = cache_dir() / "embeddings"
     out["embedding_caches"] = sorted(p.name for p in emb_dir.glob("imdb-*.npy")) if emb_dir.is_dir() else []
+    out["layout"] = {n: {"format": FORMATS[n], "files": [f.relpath for f in s.files], "needs": s.required}
+                     for n, s in DATASETS.items()}
     return out
 
 
 def cmd_data(args) -> int:
-    from mibench.data.sources import DATASETS, ensure_dataset
+    from mibench.data.sources import DATASETS, ensure_dataset, layout_lines
 
     if args.download is not None:
         names = args.download or list(DATASETS)
@@ -73,6 +77,8 @@ def cmd_data(args) -> int:
         size = f"{e['bytes'] / 1e6:.2f} MB" if e["bytes"] else "?"
         print(f"  {name:8s} {e['file']:26s} {'present' if e['present'] else 'MISSING':8s} shape {e['shape']}  {size}")
     print(f"cached IMDB embeddings: {', '.join(st['embedding_caches']) or 'none'}")
+    print("the layout mibench reads under a data directory (--data-dir, else MIBENCH_DATA):")
+    print("\n".join(layout_lines()))
     if damaged:
         from mibench.errors import EXIT_BAD_INPUT
 

@@ -1,6 +1,6 @@
 """The default text encoder: all-MiniLM-L6-v2 fine-tuned end to end on IMDB sentiment labels.
 
-Why (paper 002 §4.3-4.4): D_NLP is built from "BERT fine-tuned sentence embeddings of the IMDB
+Why (Lee & Rhee 2024 §4.3-4.4): D_NLP is built from "BERT fine-tuned sentence embeddings of the IMDB
 dataset", fine-tuned with the class label so that the class C is *easily decodable* from every
 embedding -- the error-free-decoder assumption behind I(X;Y) = H(C) (Lee et al. 2023, Thm 3.2) --
 and dominates the representation.  Off-the-shelf MiniLM embeddings carry sentiment only weakly

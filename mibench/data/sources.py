@@ -9,10 +9,10 @@ Data directory resolution (first that applies):
 The special value ``"embedded"`` (for either 1 or 2) selects the small subset shipped inside the
 package (``mibench/data/embedded``) even when the full data is present.
 
-Layout (same as ``../shared/data``)::
+Layout (``mibench data`` prints it, :func:`layout_lines`, next to what is present)::
 
-    mnist/train-images-idx3-ubyte.gz   (and the three other IDX .gz files)
-    cifar10/cifar-10-batches-py/test_batch (any subset of data_batch_1..5, test_batch)
+    mnist/train-images-idx3-ubyte.gz   (and the three other IDX .gz files, as distributed)
+    cifar10/cifar-10-batches-py/test_batch (any subset of data_batch_1..5, test_batch: the python pickles)
     imdb/imdb_aclImdb_v1.csv.gz        (columns text,label,split,id,rating)
 
 Derived caches (verification records, text embeddings, filtered pool indices) are written to
@@ -33,7 +33,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mibench.errors import DataNotFoundError, MibenchError
+from mibench.errors import DataNotFoundError, MibenchError, UnreadableInput
 
 EMBEDDED = "embedded"
 
@@ -72,8 +72,8 @@ def cache_dir() -> Path:
 def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path | str:
     """The data directory to use: explicit > ``MIBENCH_DATA`` > user cache; or ``"embedded"``.
 
-    Relative paths (e.g. CI's ``MIBENCH_DATA=../shared/data``) are resolved against the current
-    working directory; the result is absolute.
+    Relative paths (e.g. ``MIBENCH_DATA=data``) are resolved against the current working directory;
+    the result is absolute.
     """
     chosen = data_dir if data_dir not in (None, "") else os.environ.get("MIBENCH_DATA") or None
     if chosen is not None and str(chosen).strip().lower() == EMBEDDED:
@@ -153,7 +153,7 @@ DATASETS: dict[str, DatasetSpec] = {
                  "482c414d41f54cd18b22e5b47cb7c3cb"), start=1)
         )
         + (
-            # original, and the lossy JPEG rebuild in ../shared/data (see its README)
+            # the original test batch, and a lossy JPEG rebuild of it (LOSSY_MD5)
             FileSpec(f"{CIFAR_DIR}/test_batch",
                      ("40351d587109b95175f43aff81a1287e", "ec42a9c7551c604041a66771927f0e7e"),
                      note="ec42a9c7... is the lossy JPEG-rebuilt test set"),
@@ -167,6 +167,13 @@ DATASETS: dict[str, DatasetSpec] = {
         "all",
         IMDB_URL,
     ),
+}
+
+#: what each dataset's files are (the missing-data message, ``mibench data``)
+FORMATS = {
+    "mnist": "the four gzipped MNIST IDX files as distributed (train / t10k images and labels)",
+    "cifar10": "CIFAR-10's python batches (the pickles of cifar-10-python.tar.gz), any of them",
+    "imdb": "the 50,000 IMDB reviews (Maas et al. 2011) as one gzipped CSV with columns text,label,split,id,rating",
 }
 
 LOSSY_MD5 = {"ec42a9c7551c604041a66771927f0e7e": "lossy JPEG rebuild of the CIFAR-10 test set"}
@@ -247,7 +254,7 @@ def verify_file(path: Path, spec: FileSpec) -> dict:
     elif skip_md5():
         status = "MISMATCH (ignored: MIBENCH_SKIP_MD5)"
     else:
-        raise MibenchError(
+        raise UnreadableInput(
             f"checksum mismatch for {path}: md5 {digest}, expected {' or '.join(spec.md5)}; "
             "remove the file to fetch it again, or set MIBENCH_SKIP_MD5=1 to use it anyway"
         )
@@ -279,8 +286,22 @@ def missing_message(name: str, root: Path) -> str:
         missing = [f.relpath for f in spec.files if not (root / f.relpath).is_file()]
         want = ", ".join(str(root / m) for m in missing)
     return (f"{name} data not found: expected {want} "
-            f"(set --data-dir or MIBENCH_DATA to a directory laid out like ../shared/data; "
-            f"online, `mibench data --download {name}` fetches it from {spec.url_hint})")
+            f"(set --data-dir or MIBENCH_DATA to the directory that holds {name}/: {FORMATS[name]}; "
+            f"`mibench data` prints the whole layout; online, `mibench data --download {name}` fetches it "
+            f"from {spec.url_hint})")
+
+
+def layout_lines() -> list[str]:
+    """The files mibench expects under a data directory, a dataset per block (``mibench data``)."""
+    out = []
+    for name, spec in DATASETS.items():
+        out.append(f"  {name}: {FORMATS[name]}")
+        if spec.required == "any":
+            names = ", ".join(f.relpath.rsplit("/", 1)[1] for f in spec.files)
+            out.append(f"      {CIFAR_DIR}/  any of: {names}")
+        else:
+            out += [f"      {f.relpath}" for f in spec.files]
+    return out
 
 
 def ensure_dataset(name: str, data_dir=None, download: bool = False) -> tuple[Path, list[dict]]:
@@ -316,7 +337,7 @@ def _fetch(url: str, dest: Path, md5: str | None = None) -> None:
         raise DataNotFoundError(f"could not download {url}: {exc}") from None
     if md5 and md5_file(tmp) != md5:
         tmp.unlink(missing_ok=True)
-        raise MibenchError(f"downloaded {url} but its md5 differs from {md5}")
+        raise UnreadableInput(f"downloaded {url} but its md5 differs from {md5}")
     os.replace(tmp, dest)
 
 
@@ -349,7 +370,7 @@ def _download(name: str, root: Path) -> None:
 
 def _download_imdb(root: Path) -> None:
     """Build imdb/imdb_aclImdb_v1.csv.gz (text,label,split,id,rating) from HF `datasets` or the
-    Stanford tarball, in the row order of ../shared/data (train/neg, train/pos, test/neg, test/pos)."""
+    Stanford tarball, in the row order of the reference file (train/neg, train/pos, test/neg, test/pos)."""
     import csv
     import io
 

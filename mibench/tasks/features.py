@@ -1,7 +1,7 @@
 """Your own features as a task: ``--task features:FILE.npz``.
 
 The file holds ``features`` (n, d) numbers and integer ``labels`` (n,) with C >= 2 classes.  The
-task is the vision / text construction (paper 002 §4.3-4.5, Lee et al. 2023 Thm 3.2) on your items:
+task is the vision / text construction (Lee & Rhee 2024 §4.3-4.5, Lee et al. 2023 Thm 3.2) on your items:
 
 * **Classes as fair bits.**  With C = 2^m classes (m = log2 C), a class is m fair binary sources
   (class index = sum_j b_j 2^j), so classes are drawn *uniformly*.  When C is not a power of two,

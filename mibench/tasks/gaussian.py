@@ -1,4 +1,4 @@
-"""Correlated Gaussians (paper 002, §4.1): X, Y in R^d, corr(X_i, Y_i) = rho, I = -(d/2) log(1-rho^2).
+"""Correlated Gaussians (Lee & Rhee 2024, §4.1): X, Y in R^d, corr(X_i, Y_i) = rho, I = -(d/2) log(1-rho^2).
 
 The optional cubic transform y -> y^3 is invertible per coordinate, so the true MI is unchanged
 (Song & Ermon 2019's "cubic" setting).

@@ -1,4 +1,4 @@
-"""Image-text task (paper 002 §5.1, cross-domain pairs): X from the vision construction, Y from the
+"""Image-text task (Lee & Rhee 2024 §5.1, cross-domain pairs): X from the vision construction, Y from the
 text construction, driven by the same ds binary sources (Y's classes through the BSC).
 
 X: the MNIST canvas of classes C (layout/side/nuisance as in :mod:`mibench.tasks.vision`);

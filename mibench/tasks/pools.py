@@ -1,6 +1,6 @@
 """Class pools for the same-class-sampling tasks, and the error-free decoder that makes the truth hold.
 
-I(X;Y) = H(C) (paper 002 §4.3, Lee et al. 2023 Thm 3.2) needs the class to be decodable without
+I(X;Y) = H(C) (Lee & Rhee 2024 §4.3, Lee et al. 2023 Thm 3.2) needs the class to be decodable without
 error from each item that can be sampled.  We make that hold *by construction*: a linear
 (logistic-regression) decoder is fitted on the whole candidate pool (features standardised,
 small L2 penalty, full-batch L-BFGS, deterministic), and each class pool keeps only the items it
@@ -327,7 +327,7 @@ def rendered_decodability(task, identity: dict, sides=("x",), n: int = RENDER_CH
 
 
 class BSCSources:
-    """ds fair binary sources; X gets C, Y gets C XOR Bernoulli(beta) (paper 002 Thm 4.4).
+    """ds fair binary sources; X gets C, Y gets C XOR Bernoulli(beta) (Lee & Rhee 2024, Thm 4.4).
 
     Subclasses set ``name``, ``ds``, ``device``, ``_beta = {}`` and define ``sample_with_classes``.
     """

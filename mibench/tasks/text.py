@@ -1,4 +1,4 @@
-"""Text task (paper 002 §4.4): IMDB review embeddings with known shared information.
+"""Text task (Lee & Rhee 2024 §4.4): IMDB review embeddings with known shared information.
 
 Per sample and source i = 1..ds: C_i ~ fair coin (0 = negative, 1 = positive review), X's
 block i is the sentence embedding of a random review of class C_i, Y's block i that of a

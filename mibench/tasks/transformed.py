@@ -1,4 +1,4 @@
-"""A task seen through an encoder g: samples (g(X), g(Y)) of any task (paper 002 §5.7).
+"""A task seen through an encoder g: samples (g(X), g(Y)) of any task (Lee & Rhee 2024 §5.7).
 
 ``make_task(name, transform="realnvp" | "maf" | "irevnet" | "resnet", layer=...)`` wraps the built
 task in :class:`TransformedTask`.  After the base task samples a batch, the *same* fixed g is

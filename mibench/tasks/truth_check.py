@@ -1,6 +1,6 @@
 """Exact check that the class of every source is a function of the *rendered* input.
 
-Why (paper 002 §4.3-4.4; Lee et al. 2023, Thm 3.2): I(X;Y) = H(C) per source needs an error-free
+Why (Lee & Rhee 2024 §4.3-4.4; Lee et al. 2023, Thm 3.2): I(X;Y) = H(C) per source needs an error-free
 decoder of C from what the estimator sees -- that such a decoder *exists*, i.e. that C is a
 function of X -- not that a particular (linear) decoder finds it on a finite sample.  C is a
 function of X exactly when no two inputs that can be sampled with different classes are equal, at
@@ -55,6 +55,7 @@ CHECK_VERSION = 2
 ROUNDING_MARGIN = 1e-5    # float32 rounding of a + eta * b (a few 1e-7), generously
 DENSE_PIXELS = 3          # nuisance test: pixels tried densely over a block before the open pairs are listed
 BLOCK = 512               # class-0 items per block
+RENDER_CHUNK_BYTES = 256 << 20   # canvases (uint8 and float) rendered at once by render_interiors
 
 
 def _rows_collide(a: torch.Tensor, b: torch.Tensor) -> int:
@@ -103,20 +104,39 @@ def _separated(a: torch.Tensor, b: torch.Tensor, t: float, stop_early: bool = Fa
 
 
 def interior_masks(renderer) -> torch.Tensor:
-    """bool (positions, channels * side * side): output pixels that depend on that patch alone."""
-    c, r, k, PATCH = renderer.channels, renderer.rows, renderer.cols, renderer.patch
-    p = c * r * k
-    ind = torch.zeros(p, c, r, k, device=renderer.device)
-    ind.view(p, -1)[torch.arange(p), torch.arange(p)] = 1.0
-    ind = ind.repeat_interleave(PATCH, 2).repeat_interleave(PATCH, 3)         # (p, c, r*28, k*28)
-    touched = renderer._resize(ind).reshape(p, -1) > 0
+    """bool (positions, channels * side * side): output pixels that depend on that patch alone.
+
+    The resize is separable with non-negative weights, so output pixel (i, j) depends on the patch
+    in grid row a and column b iff output row i depends on input row block a and output column j on
+    column block b: the masks are outer products of two 1-D profiles (a block indicator resized
+    along one axis), O(positions x side^2) memory instead of one resized full canvas per position."""
+    c, r, k = renderer.channels, renderer.rows, renderer.cols
+    rows, cols = _only_block(renderer, r), _only_block(renderer, k)            # (r, side), (k, side)
+    grid = rows[:, None, :, None] & cols[None, :, None, :]                    # (r, k, side, side)
+    eye = torch.eye(c, dtype=torch.bool, device=grid.device)
+    masks = eye[:, None, None, :, None, None] & grid[None, :, :, None, :, :]  # (c, r, k, c, side, side)
+    return masks.reshape(c * r * k, c * renderer.side * renderer.side)
+
+
+def _only_block(renderer, blocks: int) -> torch.Tensor:
+    """bool (blocks, side): output rows (of a canvas ``blocks`` patches tall) that depend on that
+    block of input rows and on no other.  Each block's indicator is resized along the height with
+    a width of 2 kept as it is (the resize's arithmetic along one axis does not depend on the
+    other's size; a width of 1 is a degenerate case of torch's antialiased kernel)."""
+    patch, side = renderer.patch, renderer.side
+    ind = torch.zeros(blocks, 1, blocks, patch, 2, device=renderer.device)
+    ind[torch.arange(blocks), 0, torch.arange(blocks)] = 1.0
+    touched = renderer._resize(ind.reshape(blocks, 1, blocks * patch, 2), (side, 2))[:, 0, :, 0] > 0
     return touched & (touched.sum(0, keepdim=True) == 1)
 
 
 def render_interiors(renderer, items_u8: torch.Tensor, masks: torch.Tensor, chunk: int = 1024):
     """Per position p, float32 (n_items, |S_p|): each item's exact rendered values (eta = 0, before
-    clamping) on the interior pixels of position p."""
+    clamping) on the interior pixels of position p.  At most ``chunk`` items are rendered at once,
+    fewer where their canvases would exceed :data:`RENDER_CHUNK_BYTES` (each canvas is resized on its
+    own, so the chunking changes no value)."""
     c, r, k, PATCH = renderer.channels, renderer.rows, renderer.cols, renderer.patch
+    chunk = max(1, min(chunk, RENDER_CHUNK_BYTES // (5 * c * r * k * PATCH * PATCH)))
     out = [[] for _ in range(masks.shape[0])]
     for s in range(0, items_u8.shape[0], chunk):
         it = items_u8[s:s + chunk].to(renderer.device)

@@ -4,7 +4,8 @@
 # and figure under results/studies/.  Usage: results/studies/run_studies.sh [STUDY ...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-export MIBENCH_DATA="${MIBENCH_DATA:-../shared/data}"
+: "${MIBENCH_DATA:?set MIBENCH_DATA to your data directory (mibench data prints the layout)}"
+export MIBENCH_DATA
 WORKERS="${WORKERS:-2}"; THREADS="${THREADS:-1}"
 studies=("$@"); [ ${#studies[@]} -eq 0 ] && studies=(encoders resnet-layers estimators nuisance ds critics depth dr encoders_long estimators_long nuisance_long)
 for s in "${studies[@]}"; do
