@@ -165,7 +165,8 @@ class SweepSpec:
         from mibench.estimators import resolve_estimators
         from mibench.protocols import choose_protocol
         from mibench.tasks import TASKS
-        from mibench.tasks.base import mi_for_task
+        from mibench.tasks.base import check_fixed_level, mi_for_task
+        from mibench.protocols.schedule import parse_schedule
 
         settings = [{k: t.get(k, self.scalars.get(k)) for k in SCALARS} for t in self.tasks]
         protocols = {choose_protocol(s).name for s in settings}
@@ -182,7 +183,11 @@ class SweepSpec:
             keys = list(params_grid)
             for combo in itertools.product(*[listify(params_grid[k]) for k in keys]):
                 params = check_task_params(entry.name, entry.obj, dict(zip(keys, combo)))
-                configs += protocol.expand(entry.name, params, estimators, axes, scal, self.split_estimators)
+                new = protocol.expand(entry.name, params, estimators, axes, scal, self.split_estimators)
+                levels = {v for c in new for v in parse_schedule(c["mi"], 10**9).levels}
+                for level in sorted(levels):   # a fixed-MI task at another level: refused now, not per cell
+                    check_fixed_level(entry.name, level)
+                configs += new
         if not configs:
             raise MibenchError("the sweep has no cells")
         names = protocol.name_cells(configs, bool(self.split_estimators))

@@ -113,6 +113,10 @@ def test_a_sweep_runs_a_fixed_task_at_its_own_mi():
     printed = SweepSpec.from_dict({"tasks": ["1v1-normal-0.75"], "n": 100, "estimators": ["ksg"],
                                    "mi": [f"{level:.4g}"]}).cells()
     assert [c.config["mi"] for c in printed] == [level]
+    for other in ({"steps": 20, "mi": 2}, {"steps": 20, "mi": "stepwise"}, {"n": 100, "mi": 4}):
+        with pytest.raises(MibenchError, match="cannot run at"):       # refused when planned, not per cell
+            SweepSpec.from_dict({"tasks": ["1v1-normal-0.75"], "estimators": ["ksg"] if "n" in other else
+                                 ["smile-5"], **other})
 
 
 @pytest.mark.parametrize("name", ["mix-1x1", "mix-3x2"])
