@@ -184,6 +184,14 @@ ESTIMATORS.add("mienf", "generative: MIENF (Butakov et al. 2024), flows f_X, f_Y
 ESTIMATORS.add("mienf-tridiag", "generative: MIENF with the tridiagonal base (correlations rho_i between paired latents only), "
                "I = -1/2 sum log(1 - rho_i^2) (sample protocol)", ClassFactory("mibench.estimators.generative.mienf:MIENF",
                                                                             (), None, (("tridiagonal", True),)))
+ESTIMATORS.add("minde-c", "generative: MINDE (Franzese et al. 2024), score-based diffusion of y with and without x; I from "
+               "the integrated difference of the two denoisers (sample protocol)", _family_in("minde", "MINDE"))
+ESTIMATORS.add("minde-j", "generative: MINDE joint variant, one denoiser of [x, y] jointly and of each part alone (sample "
+               "protocol)", ClassFactory("mibench.estimators.generative.minde:MINDE", (), None, (("joint", True),)))
+ESTIMATORS.add("fmmi-c", "generative: FMMI (Butakov et al. 2025), flow matching from p(y) to p(y|x); I = -int E[div v] dt "
+               "(sample protocol)", _family_in("fmmi", "FMMI"))
+ESTIMATORS.add("fmmi-j", "generative: FMMI, flow matching from p(x)p(y) to p(x,y) on [x, y]; I = -int E[div v] dt "
+               "(sample protocol)", ClassFactory("mibench.estimators.generative.fmmi:FMMI", (), None, (("joint", True),)))
 ESTIMATORS.add("flo", "FLO lower bound 1 + E[-u - exp(-u + g(x,y') - g(x,y))] (Guo et al. 2022), joint critic g and "
                "u-network trained on the data, not capped by the batch size (sample protocol)",
                ClassFactory("mibench.estimators.flo:FLOEstimator"))
