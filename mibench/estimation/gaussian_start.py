@@ -16,6 +16,7 @@ MAX_CANONICAL_CORRELATION = 1 - 1e-6   # keeps the Gaussian critic finite when a
 DOF_GRID = (1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0)  # Student-t dofs tried by fit_start
 DOF_MIN_GAIN_NATS = 5.0       # the t replaces the Gaussian only if its log-likelihood is this much higher
 POOL_CHECK_PAIRS = 2000       # held-back training pairs that score the pooled vs the unpooled start
+EIGEN_FLOOR = 1e-9            # a scale matrix's eigenvalues are floored at this fraction of the largest
 
 
 def _canonical_svd(cov: np.ndarray, dim_x: int):
@@ -92,6 +93,19 @@ def _log_ratio_and_whiteners(cov: np.ndarray, dim_x: int, n_pairs: int | None, p
     return m_xx, m_xy, m_yy, float(-0.5 * np.log(g).sum()), wx, wy
 
 
+def _inverse_and_logdet(s: np.ndarray) -> tuple[np.ndarray, float]:
+    """The inverse and log-determinant of the symmetric positive semi-definite ``s`` with its
+    eigenvalues floored at ``EIGEN_FLOOR`` x the largest: finite for a (near-)singular matrix.  A
+    nearly deterministic pair (y = x + 1e-3 noise; the pairs held back by :func:`fit_start` can
+    leave the rest exactly collinear) makes the fitted scale singular to working precision, where
+    ``np.linalg.inv`` raised ``LinAlgError``.  The floor is the one below which :func:`_canonical_svd`
+    drops a direction; a direction the data do not vary in gets a large inverse eigenvalue and
+    contributes ~0 to the Mahalanobis forms z' S^-1 z, as in the exact pseudo-inverse."""
+    lam, u = np.linalg.eigh(np.asarray(s, dtype=np.float64))
+    lam = np.maximum(lam, EIGEN_FLOOR * max(float(lam.max()), 1e-300))
+    return (u / lam) @ u.T, float(np.log(lam).sum())
+
+
 def _t_dof(z: np.ndarray, cov: np.ndarray) -> float:
     """The dof of the multivariate t that fits the zero-mean rows ``z`` (covariance ``cov``) best, or
     ``inf`` (Gaussian).
@@ -101,8 +115,8 @@ def _t_dof(z: np.ndarray, cov: np.ndarray) -> float:
     pairs the t's scale matrix is proportional to S, so this costs one pass over the Mahalanobis
     forms q_i instead of an EM fit of the whole matrix per dof."""
     n, d = z.shape
-    q = np.einsum("ij,ij->i", z @ np.linalg.inv(cov), z)
-    logdet = np.linalg.slogdet(cov)[1]
+    inverse, logdet = _inverse_and_logdet(cov)
+    q = np.einsum("ij,ij->i", z @ inverse, z)
     gaussian = -0.5 * (n * (d * math.log(2 * math.pi) + logdet) + q.sum())
     best = (gaussian + DOF_MIN_GAIN_NATS, math.inf)
     for nu in DOF_GRID:
@@ -120,7 +134,7 @@ def _t_scale(z: np.ndarray, dof: float, scale: np.ndarray, iterations: int) -> n
     1989, §3): weights w_i = (dof + d) / (dof + z_i' S^-1 z_i), then S = sum_i w_i z_i z_i' / n."""
     n, d = z.shape
     for _ in range(iterations):
-        q = np.einsum("ij,ij->i", z @ np.linalg.inv(scale), z)
+        q = np.einsum("ij,ij->i", z @ _inverse_and_logdet(scale)[0], z)
         scale = (z * ((dof + d) / (dof + q))[:, None]).T @ z / n
     return scale
 
