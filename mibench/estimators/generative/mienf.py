@@ -20,6 +20,8 @@ and when the base fits, the MI is that of the Gaussian:
   1x1 at 1 bit, 1,000 steps: 0.48 bits, rho still rising), so this variant starts at the linear
   solution: x and y are first mapped by the training split's CCA transforms (one invertible linear
   map per variable, which leaves the MI unchanged) and rho starts at the canonical correlations.
+  Likewise the general base starts at the training pairs' covariance (measured, gauss 1x1 at 1 bit,
+  n = 2,000, 400 steps: 0.23 bits from the identity, the Cholesky factor still moving).
 
 The flows are those of :mod:`.flows` (affine, RealNVP couplings, sinh-arcsinh), the data rules, split
 and early stopping those of :mod:`.base` (x is modelled, so it is jittered like y).  The MI is read
@@ -117,9 +119,11 @@ class MIENF(DensityModelEstimator):
             self.name = "mienf-tridiag"
 
     def prepare(self, split):
-        """The tridiagonal base starts at the linear solution (module docstring)."""
-        self._start_rho = None
+        """The base starts at the linear solution (module docstring): the general one at the training
+        pairs' covariance (the flows start as the identity), the tridiagonal one at their CCA."""
+        self._start_rho = self._start_cov = None
         if not self.tridiagonal:
+            self._start_cov = np.cov(np.concatenate([split.x_train, split.y_train], 1).T)
             return split
         a, b, corr = cca_transforms(split.x_train, split.y_train)
         self._start_rho = corr
@@ -128,10 +132,14 @@ class MIENF(DensityModelEstimator):
 
     def models(self, dx, dy):
         model = _GaussianBaseFlows(self.flow(dx), self.flow(dy), dx, dy, self.tridiagonal)
-        start = getattr(self, "_start_rho", None)
-        if self.tridiagonal and start is not None:
-            with torch.no_grad():
+        start, cov = getattr(self, "_start_rho", None), getattr(self, "_start_cov", None)
+        with torch.no_grad():
+            if self.tridiagonal and start is not None:
                 model.rho_raw.copy_(torch.atanh(torch.as_tensor(np.clip(start, 0.0, 0.99), dtype=torch.float32)))
+            elif cov is not None and cov.shape == (dx + dy, dx + dy):
+                chol = np.linalg.cholesky(cov + 1e-6 * np.eye(dx + dy))
+                model.lower.copy_(torch.as_tensor(np.tril(chol, -1), dtype=torch.float32))
+                model.log_diag.copy_(torch.as_tensor(np.log(np.diag(chol)), dtype=torch.float32))
         return {"mienf": model}
 
     def nll(self, key, model, x, y):
