@@ -39,21 +39,22 @@ collapse; how, all of it seeded by ``seed``:
    off-diagonal pairs stand in for the product of marginals (as in the benchmark harness, where the
    block is the whole batch), so a step sees ``batch_size`` joint pairs at ``batch_size * 32``
    critic evaluations instead of ``batch_size**2``.
-4. Every ``eval_every`` steps the estimator's bound is evaluated on the held-out pairs, split into
-   blocks of up to 125 pairs (one batched pass); the critic state with the best held-out value is
-   kept, and training stops when ``patience`` evaluations in a row did not improve on it, but not
-   before ``min_steps`` (default 500) steps, so a network starting at alpha = 0 has time to grow
-   (early stopping).  The reported ``mi`` is the best checkpoint's bound on the whole held-out
-   score matrix (every held-out pair i != j a negative), with ``mi_stderr`` = standard deviation over
+4. Every ``eval_every`` steps the estimator's bound is evaluated on the held-out pairs (the first
+   16,000 of them), split into blocks of up to 125 pairs (one batched pass); the critic state with
+   the best held-out value is kept, and training stops when ``patience`` evaluations in a row did
+   not improve on it, but not before ``min_steps`` (default 500) steps, so a network starting at
+   alpha = 0 has time to grow (early stopping).  The reported ``mi`` is the best checkpoint's bound
+   on the held-out score matrix of m = min(n_test, 4,096) pairs (every pair i != j a negative; read
+   in tiles, :mod:`mibench.estimation.readout`), with ``mi_stderr`` = standard deviation over
    reshuffled held-out blocks / sqrt(number of blocks).
 
 5. ``mi`` is never negative: a held-out value below zero is reported as 0 with ``clipped = True``
    (the raw value stays in ``mi_raw``), and ``status`` says how much to trust the number.
 
 The default estimator is ``infonce`` (van den Oord et al. 2018; Poole et al. 2019, §2.3): the critic
-trains by the InfoNCE objective and is read on the whole held-out score matrix, a lower bound on
-I(X;Y) whatever the critic, with a ceiling of log(n_test) (7.6 nats, 11 bits, at the default 2,000
-held-out pairs of 10,000).  Measured at n = 10,000, seeds 0-2, 1 thread (bits; docs/estimators.md):
+trains by the InfoNCE objective and is read on the held-out score matrix, a lower bound on
+I(X;Y) whatever the critic, with a ceiling of log m, m = min(n_test, 4,096) (7.6 nats, 11 bits, at
+the default 2,000 held-out pairs of 10,000; at most 8.3 nats, 12 bits).  Measured at n = 10,000, seeds 0-2, 1 thread (bits; docs/estimators.md):
 gaussian d = 10 at 4 bits 4.01 (``smile``, SMILE-5: 4.16, its clip biases the DV readout upwards
 where the critic's joint scores exceed tau), vision 64 x 64 at 4 bits 3.41 (SMILE-5 3.87, riding the
 same clip: unclipped ``smile-inf`` 3.37), text ds 2 at 1 bit 0.73 off the shelf and 0.98 fine-tuned
@@ -79,10 +80,11 @@ the mean error is within max(0.1 nats, 10 %) on all 15 cases: the mixtures by ``
                             (if any) is reported.
 ``train_only``              ``test_fraction=0``: no held-out readout, ``mi`` is the mean of the last 10%
                             of the training curve (inflated by overfitting; not recommended).
-``deterministic``           a continuous coordinate of Y is a one-to-one function of X (x == y, a
-                            monotone or linear map; :mod:`mibench.estimation.dependence`): I(X;Y) is
-                            infinite, ``mi`` is ``inf`` and nothing is trained (a warning says so).
-``near_ceiling``            an InfoNCE-family estimate within 1 nat of its ceiling log(n_test): the
+``deterministic``           a continuous coordinate of Y is an exact one-to-one function of X (x == y, a
+                            smooth monotone or a linear map, exact to the precision of the values, so
+                            y = x + 1e-6 noise is estimated; :mod:`mibench.estimation.dependence`):
+                            I(X;Y) is infinite, ``mi`` is ``inf`` and nothing is trained (a warning says so).
+``near_ceiling``            an InfoNCE-family estimate within 1 nat of its ceiling log m: the
                             bound saturates there and reads low; pass more pairs or another estimator.
 ``not_assessed``            a black-box or generative estimator's single value, which it does not
                             assess itself (an estimator object may set its own ``status`` instead).
@@ -107,7 +109,7 @@ from mibench.estimation.result import EstimateResult
 from mibench.estimation.settings import EstimateSettings, SizedTraining, TrainingOptions
 
 MIN_SAMPLES = 100
-NEAR_CEILING_NATS = 1.0   # status near_ceiling within this of the readout's ceiling (InfoNCE: log n_test)
+NEAR_CEILING_NATS = 1.0   # status near_ceiling within this of the readout's ceiling (InfoNCE: log m)
 UNITS = ("bits", "nats")
 
 
@@ -154,6 +156,17 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
     -------
     EstimateResult : ``mi`` (never negative; ``inf`` for a deterministic relation), ``mi_stderr``,
         ``status``, ``mi_raw``, ``clipped``, ``seconds``, ``n_parameters``, ``curve``, ``settings``, ...
+
+    Cost
+    ----
+    For a critic-bound estimator (two critics under ``preprocess="auto"``), n_test = n x test_fraction:
+    time = the training steps (at most ``steps`` batches, whatever n) + O(n log n) column maps and
+    determinism check + O(n d^2) fitted start + per evaluation min(n_test, 16,000) x 125 critic calls
+    + a final readout of min(n_test, 4,096)^2 per critic, in 128 x 128 tiles; memory = ~500 MB of
+    interpreter, torch and its buffers + ~60 n d bytes of data copies + <= 16 MB of tiles, never
+    O(n_test^2).  Measured on 1 x 1 pairs at 1 bit (benchmarks/results/estimate_scaling.txt, 1 thread,
+    2 CPUs under load 6): n = 10,000 4.5 s / 610 MB peak, 50,000 8.8 s / 587 MB, 200,000 9.7 s / 507 MB
+    (peaks vary by ~100 MB between runs; with the whole held-out matrix held, 50,000 took 50 s / 11.4 GB).
     """
     import torch
 
@@ -364,7 +377,7 @@ def _train_critic(xa, ya, tr, te, est_name: str, s: dict, settings: EstimateSett
     Returns
     -------
     (TrainingOutcome, settings used, trainable parameters, the largest value the head's readout can take
-    on the whole held-out matrix, in nats)
+    on its held-out matrix, in nats)
     """
     import torch
 
@@ -373,6 +386,7 @@ def _train_critic(xa, ya, tr, te, est_name: str, s: dict, settings: EstimateSett
     from mibench.critics.kernels import make_adam
     from mibench.estimation.defaults import BLOCK
     from mibench.estimation.gaussian_start import GAUSSIAN_LR_SCALE, GAUSSIAN_MAX_DIM, GAUSSIAN_PAIRS_PER_DIM, GaussianResidualCritic, fit_start
+    from mibench.estimation.readout import readout_pairs
     from mibench.estimation.training import HeldOutData, LoopSettings, train_held_out
 
     n_train = len(tr)
@@ -410,4 +424,5 @@ def _train_critic(xa, ya, tr, te, est_name: str, s: dict, settings: EstimateSett
                         start_is_candidate=bool(gaussian_critic), noise=float(s.get("noise", 0.0)))
     out = train_held_out(net, head, optimizer, data, loop, progress=settings.progress)
     ceiling = getattr(head, "ceiling_nats", None)
-    return out, used, n_parameters, float(ceiling(len(te))) if ceiling is not None and len(te) else math.inf
+    k = readout_pairs(head, len(te))          # the readout's matrix: at most 4,096 held-out pairs a side
+    return out, used, n_parameters, float(ceiling(k)) if ceiling is not None and len(te) else math.inf

@@ -13,6 +13,9 @@ and TUBA is f* = log p(x,y)/(p(x)p(y)) (up to a constant for DV / InfoNCE / SMIL
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -168,7 +171,11 @@ def fdime_objective(scores: torch.Tensor, variant: str) -> torch.Tensor:
 def fdime_estimate(scores: torch.Tensor, variant: str) -> torch.Tensor:
     """f-DIME readout I = E_p[log R(D)] on the joint pairs (the diagonal), written through each
     variant's discriminator D as in the paper (module note above); all three reduce to E_p[s]."""
-    s = torch.diagonal(scores, dim1=-2, dim2=-1)
+    return fdime_from_diagonal(torch.diagonal(scores, dim1=-2, dim2=-1), variant)
+
+
+def fdime_from_diagonal(s: torch.Tensor, variant: str) -> torch.Tensor:
+    """:func:`fdime_estimate` from the joint scores (the diagonal) alone."""
     if variant == "kl":
         log_ratio = s                                        # log D, D = e^s
     elif variant == "hd":
@@ -229,3 +236,102 @@ def alpha_infonce_bound(scores: torch.Tensor, alpha: float, log_baseline=0.0) ->
     joint = (diag.unsqueeze(-2) - log_a).masked_fill(eye, 0.0).sum((-2, -1)) / (k * (k - 1))
     marginal = torch.exp((scores - log_a_jj.unsqueeze(-2)).masked_fill(eye, float("-inf"))).sum((-2, -1)) / (k * (k - 1))
     return 1.0 + joint - marginal
+
+
+# ---------------------------------------------------------------------------------------------
+# Row forms: a bound written through the diagonal d (the K joint scores) and per-row reductions of
+# the off-diagonal scores, so that a K x K matrix too large to hold can be read tile by tile
+# (mibench.estimation.readout): every bound above except alpha-InfoNCE needs only
+#   r_i = log sum_{j != i} exp(h(S_ij))    (h the identity or a clip),
+# e.g. DV = mean(d) - (logsumexp_i r_i - log K(K-1)), InfoNCE = log K + mean_i(d_i - logaddexp(d_i, r_i)).
+# ---------------------------------------------------------------------------------------------
+
+#: one per-row statistic of the off-diagonal scores: ("logsumexp" or "sum", elementwise map or None)
+Reduction = tuple[str, Callable[[torch.Tensor], torch.Tensor] | None]
+
+
+def _one_logsumexp(d: torch.Tensor) -> tuple[Reduction, ...]:
+    return (("logsumexp", None),)
+
+
+@dataclass(frozen=True)
+class RowForm:
+    """A bound as ``finish(d, stats)``: ``d`` the (K,) diagonal, ``stats[k]`` the (K,) row statistic
+    of ``reductions(d)[k]`` -- ``("logsumexp", h)``: log sum_{j != i} exp(h(S_ij)); ``("sum", h)``:
+    sum_{j != i} h(S_ij) (h None: the identity).  ``reductions`` sees the whole diagonal first (a clip
+    chosen from the joint scores); an empty tuple means the bound reads the diagonal only."""
+
+    finish: Callable[[torch.Tensor, list], torch.Tensor]
+    reductions: Callable[[torch.Tensor], tuple[Reduction, ...]] = _one_logsumexp
+
+    def value(self, scores: torch.Tensor) -> torch.Tensor:
+        """The bound on a whole (K, K) matrix through the row form (the reference for tests)."""
+        k = scores.shape[-1]
+        eye = torch.eye(k, dtype=torch.bool, device=scores.device)
+        d = torch.diagonal(scores)
+        stats = []
+        for kind, h in self.reductions(d):
+            mapped = scores if h is None else h(scores)
+            if kind == "logsumexp":
+                stats.append(torch.logsumexp(mapped.masked_fill(eye, float("-inf")), dim=-1))
+            else:
+                stats.append(mapped.masked_fill(eye, 0.0).sum(-1))
+        return self.finish(d, stats)
+
+
+def _log_pairs(k: int) -> float:
+    return math.log(k * (k - 1))
+
+
+def _dv_rows(d, stats):
+    return d.mean() - (torch.logsumexp(stats[0], 0) - _log_pairs(d.numel()))
+
+
+def _nwj_rows(d, stats):
+    return d.mean() - torch.exp(torch.logsumexp(stats[0], 0) - _log_pairs(d.numel()) - 1.0)
+
+
+def _js_rows(d, stats):        # NWJ on f + 1
+    return d.mean() + 1.0 - torch.exp(torch.logsumexp(stats[0], 0) - _log_pairs(d.numel()))
+
+
+def _infonce_rows(d, stats):
+    return math.log(d.numel()) + (d - torch.logaddexp(d, stats[0])).mean()
+
+
+def tuba_rows(d, stats, log_baseline):
+    """:func:`tuba_bound`'s row form (``finish`` with the baseline bound by ``functools.partial``)."""
+    lb = torch.as_tensor(log_baseline, dtype=d.dtype, device=d.device)
+    return 1.0 + d.mean() - lb - torch.exp(torch.logsumexp(stats[0], 0) - _log_pairs(d.numel()) - lb)
+
+
+def _clip_reductions(clip: float, d):
+    return (("logsumexp", lambda s: s.clamp(-clip, clip)),)
+
+
+def _adaptive_reductions(floor: float, quantile: float, d):
+    tau = torch.quantile(d.float(), quantile).to(d.dtype).clamp_min(floor)
+    return (("logsumexp", lambda s: torch.minimum(s, tau)),)
+
+
+_ROW_FORMS = {dv_bound: RowForm(_dv_rows), nwj_bound: RowForm(_nwj_rows), infonce_bound: RowForm(_infonce_rows),
+              js_estimate: RowForm(_js_rows), js_paper_estimate: RowForm(_nwj_rows)}
+
+
+def row_form(bound) -> RowForm | None:
+    """The :class:`RowForm` of one of this module's bounds (a ``functools.partial`` of
+    :func:`smile_bound` or :func:`smile_adaptive_bound` included), else None."""
+    if isinstance(bound, partial) and not bound.args:
+        kw = bound.keywords
+        if bound.func is smile_bound and set(kw) == {"clip"}:
+            clip = kw["clip"]
+            return RowForm(_dv_rows) if clip is None else RowForm(_dv_rows, partial(_clip_reductions, float(clip)))
+        if bound.func is smile_adaptive_bound and set(kw) <= {"floor", "quantile"}:
+            return RowForm(_dv_rows, partial(_adaptive_reductions, kw.get("floor", 5.0), kw.get("quantile", 0.995)))
+        return None
+    if bound is smile_adaptive_bound:
+        return RowForm(_dv_rows, partial(_adaptive_reductions, 5.0, 0.995))
+    try:
+        return _ROW_FORMS.get(bound)
+    except TypeError:          # an unhashable callable
+        return None

@@ -18,7 +18,8 @@ import math
 import torch
 from torch import nn
 
-from mibench.estimators.bounds import FDIME_VARIANTS, alpha_infonce_bound, fdime_estimate, fdime_objective
+from mibench.estimators.bounds import (FDIME_VARIANTS, RowForm, alpha_infonce_bound, fdime_estimate, fdime_from_diagonal,
+                                       fdime_objective)
 from mibench.estimators.heads import Estimator
 
 
@@ -33,6 +34,9 @@ class FDIMEEstimator(Estimator):
 
     def value(self, scores):
         return fdime_estimate(scores, self.variant)
+
+    def row_form(self):
+        return RowForm(lambda d, stats: fdime_from_diagonal(d, self.variant), lambda d: ())   # the diagonal only
 
     def forward(self, scores):
         loss = -fdime_objective(scores, self.variant)

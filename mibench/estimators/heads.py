@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import torch
 from torch import nn
 
-from mibench.estimators.bounds import dv_bound, js_fgan_objective, logmeanexp_offdiag, mean_diag, tuba_bound
+from mibench.estimators.bounds import (RowForm, dv_bound, js_fgan_objective, logmeanexp_offdiag, mean_diag, row_form,
+                                       tuba_bound, tuba_rows)
 
 
 class Estimator(nn.Module):
@@ -40,6 +42,14 @@ class Estimator(nn.Module):
         """The reported estimate (nats) for a score matrix: pure, never changes training state."""
         raise NotImplementedError
 
+    def row_form(self) -> RowForm | None:
+        """:meth:`value` through the diagonal and per-row statistics of the off-diagonal scores
+        (:class:`~mibench.estimators.bounds.RowForm`), so that the readout on a held-out matrix too
+        large to hold streams over tiles of it; ``None`` (the default): ``value`` needs the whole matrix,
+        and the readout holds one of at most ``WHOLE_MATRIX_MAX_PAIRS`` pairs a side
+        (:mod:`mibench.estimation.readout`)."""
+        return None
+
     def forward(self, scores: torch.Tensor):
         """One training step's ``(loss to minimise, reported estimate detached)``."""
         value = self.value(scores)
@@ -62,6 +72,9 @@ class BoundEstimator(Estimator):
     def value(self, scores):
         return self.bound(scores)
 
+    def row_form(self):
+        return row_form(self.bound)
+
 
 class JSTrainedEstimator(Estimator):
     """Trains the critic with the JS f-GAN objective and reports another bound on it (JS, SMILE).
@@ -79,6 +92,9 @@ class JSTrainedEstimator(Estimator):
     def value(self, scores):
         return self.report(scores)
 
+    def row_form(self):
+        return row_form(self.report)
+
     def forward(self, scores):
         loss = -js_fgan_objective(scores)
         return loss, self.report(scores.detach())
@@ -95,6 +111,9 @@ class MINEEstimator(Estimator):
 
     def value(self, scores):
         return dv_bound(scores)
+
+    def row_form(self):
+        return row_form(dv_bound)
 
     def forward(self, scores):
         joint = mean_diag(scores)
@@ -121,3 +140,6 @@ class TUBAEstimator(Estimator):
 
     def value(self, scores):
         return tuba_bound(scores, self.log_baseline)
+
+    def row_form(self):
+        return RowForm(partial(tuba_rows, log_baseline=self.log_baseline.detach()))
