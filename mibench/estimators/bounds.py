@@ -332,6 +332,8 @@ def row_form(bound) -> RowForm | None:
     if bound is smile_adaptive_bound:
         return RowForm(_dv_rows, partial(_adaptive_reductions, 5.0, 0.995))
     try:
-        return _ROW_FORMS.get(bound)
+        form = _ROW_FORMS.get(bound)
     except TypeError:          # an unhashable callable
-        return None
+        form = None
+    # a bound defined elsewhere (mibench.estimators.kl_lower_bounds) carries its own as ``row_form``
+    return form if form is not None else getattr(bound, "row_form", None)

@@ -40,7 +40,9 @@ import math
 
 import torch
 
-from mibench.estimators.bounds import js_fgan_objective
+import torch.nn.functional as F
+
+from mibench.estimators.bounds import RowForm, js_fgan_objective
 
 LOG2 = math.log(2.0)
 #: bisection bracket for u = log q: Xi is reported up to -XI_LOG_Q_MIN nats (a critic that separates
@@ -65,7 +67,11 @@ def _moments(scores: torch.Tensor):
 def nishiyama_bound(scores: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
     """Nishiyama's bound (module docstring) with f the critic, P the joint pairs and Q the product of
     marginals.  ``eps`` keeps the variances and D away from 0 (a constant critic gives 0)."""
-    mu_p, v_p, mu_q, v_q = _moments(scores)
+    return nishiyama_from_moments(*_moments(scores), eps)
+
+
+def nishiyama_from_moments(mu_p, v_p, mu_q, v_q, eps: float = 1e-12) -> torch.Tensor:
+    """Theorem 1 of Nishiyama (module docstring) from the two means and variances."""
     v_p, v_q = v_p + eps, v_q + eps
     a = (mu_p - mu_q) ** 2 + v_p + v_q
     d = torch.sqrt((a * a - 4.0 * v_p * v_q).clamp_min(eps * eps))
@@ -103,3 +109,28 @@ def jsd_kl_bound(scores: torch.Tensor) -> torch.Tensor:
     """Dorent et al.'s MI lower bound Xi(JSD_hat) on a JS-trained critic's scores (not differentiated:
     the critic is trained by the JS objective)."""
     return xi_of_jsd(jsd_lower_bound(scores))
+
+
+# --- row forms: both bounds through the diagonal and per-row sums of the off-diagonal scores, so the
+# held-out readout (mibench.estimation.readout) can read a matrix too large to hold tile by tile
+
+def _square(s: torch.Tensor) -> torch.Tensor:
+    return s * s
+
+
+def _nishiyama_rows(d: torch.Tensor, stats: list) -> torch.Tensor:
+    n_off = d.numel() * (d.numel() - 1)
+    mu_q = stats[0].sum() / n_off
+    v_q = (stats[1].sum() / n_off - mu_q * mu_q).clamp_min(0.0)
+    mu_p = d.mean()
+    return nishiyama_from_moments(mu_p, ((d - mu_p) ** 2).mean(), mu_q, v_q)
+
+
+def _jsd_kl_rows(d: torch.Tensor, stats: list) -> torch.Tensor:
+    n_off = d.numel() * (d.numel() - 1)
+    objective = -F.softplus(-d).mean() - stats[0].sum() / n_off
+    return xi_of_jsd(LOG2 + 0.5 * objective)
+
+
+nishiyama_bound.row_form = RowForm(_nishiyama_rows, lambda d: (("sum", None), ("sum", _square)))
+jsd_kl_bound.row_form = RowForm(_jsd_kl_rows, lambda d: (("sum", F.softplus),))

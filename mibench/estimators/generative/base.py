@@ -215,34 +215,45 @@ class DensityModelEstimator:
         self.reduction = info
         return apply_reduction(x, a, fit_rows), apply_reduction(y, b, fit_rows)
 
+    def _train(self, models: dict, data: tuple, device: torch.device, seed: int) -> dict:
+        """Adam on minibatches of the training pairs; {key: (best validation loss, its state, step)}.
+        The estimators' own draws in training (noise levels, times, partners) come from torch's global
+        generator, seeded here from ``seed`` (and restored after), so an estimate is a function of the
+        data and the seed."""
+        xtr, ytr, xva, yva = data
+        train = self.training
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            torch.manual_seed(seed + 1)
+            opt = torch.optim.Adam([p for m in models.values() for p in m.parameters()], lr=train.lr)
+            gen = torch.Generator(device=device).manual_seed(seed)
+            batch = min(train.batch_size, xtr.shape[0])
+            best = {k: (math.inf, None, 0) for k in models}
+            for step in range(1, train.steps + 1):
+                idx = torch.randint(0, xtr.shape[0], (batch,), generator=gen, device=device)
+                yb, xb = ytr[idx], xtr[idx]
+                loss = sum(self.nll(k, m, xb, yb).mean() for k, m in models.items())
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                if step % train.eval_every == 0 or step == train.steps:
+                    with torch.no_grad():
+                        for key, model in models.items():
+                            v = float(self.nll(key, model, xva, yva).mean())
+                            if math.isfinite(v) and v < best[key][0]:
+                                best[key] = (v, copy.deepcopy(model.state_dict()), step)
+        return best
+
     def _fit(self, split: Split, device: torch.device, seed: int) -> float:
         """Train every model on ``split`` (the best validation state of each kept) and return the
         readout on the test split in nats; details in ``self.last``."""
         T = lambda a: torch.as_tensor(a, dtype=torch.float32, device=device)   # noqa: E731
         xtr, xva, xte, ytr, yva, yte = map(T, (split.x_train, split.x_val, split.x_test,
                                                split.y_train, split.y_val, split.y_test))
-        train = self.training
         with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
             torch.manual_seed(seed)
             models = {k: m.to(device) for k, m in self.models(xtr.shape[1], ytr.shape[1]).items()}
         self.n_parameters = sum(p.numel() for m in models.values() for p in m.parameters())
-        opt = torch.optim.Adam([p for m in models.values() for p in m.parameters()], lr=train.lr)
-        gen = torch.Generator(device=device).manual_seed(seed)
-        batch = min(train.batch_size, xtr.shape[0])
-        best = {k: (math.inf, None, 0) for k in models}
-        for step in range(1, train.steps + 1):
-            idx = torch.randint(0, xtr.shape[0], (batch,), generator=gen, device=device)
-            yb, xb = ytr[idx], xtr[idx]
-            loss = sum(self.nll(k, m, xb, yb).mean() for k, m in models.items())
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            if step % train.eval_every == 0 or step == train.steps:
-                with torch.no_grad():
-                    for key, model in models.items():
-                        v = float(self.nll(key, model, xva, yva).mean())
-                        if math.isfinite(v) and v < best[key][0]:
-                            best[key] = (v, copy.deepcopy(model.state_dict()), step)
+        best = self._train(models, (xtr, ytr, xva, yva), device, seed)
         for key, model in models.items():
             if best[key][1] is None:
                 raise MibenchError(f"{self.name}: training diverged (no finite validation likelihood)")
