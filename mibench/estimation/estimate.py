@@ -251,6 +251,9 @@ def _critic_settings(n: int, dim_x: int, dim_y: int, settings: EstimateSettings)
         raise MibenchError("steps and eval_every must be >= 1 and patience >= 0")
     if not (s["noise"] >= 0 and math.isfinite(s["noise"])):
         raise MibenchError(f"noise must be a number >= 0, got {s['noise']}")
+    from mibench.utils.limits import estimate_sizes_fit     # hard caps and memory, before allocating
+
+    estimate_sizes_fit(s, n, (dim_x, dim_y), settings.critic, settings.embed, settings.device)
     return SizedTraining(values=s, n_train=n_train, n_test=n_test)
 
 

@@ -52,6 +52,10 @@ SIDE_RANGE = (8, 1024)
 RESIZE = "bilinear (torch interpolate, align_corners=False, antialias=True)"
 LUMA = (0.299, 0.587, 0.114)
 PRERENDER_BYTES = 128 << 20  # backgrounds are grey-converted and resized once when they fit in this
+RENDER_CHUNK_BYTES = 256 << 20  # canvases are converted to float and resized this many bytes at a time
+#: bytes a rendered sample holds per output value (float canvases, the nuisance blend, the copies a
+#: batch or the linear probe makes), generously
+BYTES_PER_VALUE = 16
 
 
 def default_layout(ds: int) -> tuple[int, int, int]:
@@ -210,16 +214,47 @@ class Renderer:
             bg = (bg * self.luma).sum(1, keepdim=True)
         return self._resize(bg).mul_(1.0 / 255.0)
 
-    def _resize(self, x: torch.Tensor) -> torch.Tensor:
-        if tuple(x.shape[-2:]) == (self.side, self.side):
+    def _resize(self, x: torch.Tensor, size: tuple[int, int] | None = None) -> torch.Tensor:
+        """The resize of the module doc to ``size`` (default side x side; an exact no-op at that size)."""
+        size = tuple(size or (self.side, self.side))
+        if tuple(x.shape[-2:]) == size:
             return x
-        return F.interpolate(x, size=(self.side, self.side), mode="bilinear", align_corners=False, antialias=True)
+        return F.interpolate(x, size=size, mode="bilinear", align_corners=False, antialias=True)
+
+    @property
+    def canvas_pixels(self) -> int:
+        """Pixels of one canvas before the resize (all channels)."""
+        return self.channels * self.rows * self.cols * PATCH * PATCH
+
+    @property
+    def chunk(self) -> int:
+        """Canvases rendered at once: :data:`RENDER_CHUNK_BYTES` of uint8 and float canvas pixels."""
+        return max(1, RENDER_CHUNK_BYTES // (5 * self.canvas_pixels))
+
+    def _canvases(self, patches: torch.Tensor) -> torch.Tensor:
+        """uint8 patches (n, ds, 28, 28) -> float canvases (n, c, side, side) in [0, 1], resized
+        :attr:`chunk` at a time (each canvas is resized on its own, so the chunking changes no value)."""
+        c, r, k = self.channels, self.rows, self.cols
+        out = []
+        for i in range(0, patches.shape[0], self.chunk):
+            p = patches[i:i + self.chunk]
+            x = p.reshape(p.shape[0], c, r, k, PATCH, PATCH).permute(0, 1, 2, 4, 3, 5)
+            out.append(self._resize(x.reshape(p.shape[0], c, r * PATCH, k * PATCH).float()).mul_(1.0 / 255.0))
+        return out[0] if len(out) == 1 else torch.cat(out)
+
+    def from_pool(self, pool, index: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """``self(pool.gather(index), generator)`` with the items gathered a chunk at a time: the
+        same canvases without holding every sample's full-size patches at once."""
+        x = torch.cat([self._canvases(pool.gather(index[i:i + self.chunk]))
+                       for i in range(0, index.shape[0], self.chunk)])
+        return self._finish(x, generator)
 
     def __call__(self, patches: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-        n = patches.shape[0]
-        c, r, k = self.channels, self.rows, self.cols
-        x = patches.view(n, c, r, k, PATCH, PATCH).permute(0, 1, 2, 4, 3, 5).reshape(n, c, r * PATCH, k * PATCH)
-        x = self._resize(x.float()).mul_(1.0 / 255.0)
+        return self._finish(self._canvases(patches), generator)
+
+    def _finish(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """Resized canvases (n, c, side, side) -> with the nuisance background, clamped, flattened."""
+        n, c = x.shape[0], self.channels
         if self.nuisance > 0.0:
             idx = torch.randint(0, self.backgrounds.shape[0], (n,), generator=generator, device=self.device)
             if self.bg_ready is not None:
@@ -234,6 +269,22 @@ class Renderer:
         return x.clamp_(0.0, 1.0).reshape(n, -1)
 
 
+def memory_needs(layout, side: int, n_items: int) -> list:
+    """What building a vision task holds at its peak, before it allocates it
+    (:class:`mibench.utils.limits.Need`): the linear probe's rendered samples
+    (:func:`mibench.tasks.pools.rendered_decodability`: canvases grow with ds, values with side^2)
+    and the exact check's masks and interior values (at most every output value of every pool item)."""
+    from mibench.tasks.pools import RENDER_CHECK_ELEMENTS, RENDER_CHECK_N
+    from mibench.utils.limits import FLOAT, Need
+
+    c, p = layout[0], int(np.prod(layout))
+    dr = c * side * side
+    n_probe = max(400, min(RENDER_CHECK_N, RENDER_CHECK_ELEMENTS // dr))
+    return [Need("the probe's rendered samples", 2 * n_probe * dr * BYTES_PER_VALUE, "--side"),
+            Need("the exact check's interior values", n_items * dr * FLOAT + p * dr, "--side"),
+            Need("canvases rendered at once", 2 * RENDER_CHUNK_BYTES, "--ds")]
+
+
 class VisionTask(BSCSources):
     name = "vision"
 
@@ -246,6 +297,10 @@ class VisionTask(BSCSources):
         self.nuisance = check_nuisance(nuisance)
         self.device = torch.device(device)
         self.pool, self._pool_info = load_mnist_pool(data_dir, n_per_class, margin, self.device)
+        from mibench.utils.limits import check_fits
+
+        check_fits(memory_needs(self.layout, self.side, len(self.pool)), self.device,
+                   f"the vision task at ds {self.ds}, side {self.side}")
         bgs, self._bg_info = (None, None)
         if self.nuisance > 0:
             bgs, self._bg_info = load_backgrounds(data_dir, self.device)
@@ -254,11 +309,17 @@ class VisionTask(BSCSources):
         self.dim_x = self.dim_y = self.dr
         self._beta: dict[float, float] = {}
 
+    @property
+    def bytes_per_pair(self) -> int:
+        """Memory one rendered (x, y) pair holds while a batch is drawn (for the run's estimate; the
+        full-size canvases are made a chunk at a time, :attr:`Renderer.chunk`)."""
+        return 2 * self.dr * BYTES_PER_VALUE
+
     def sample_with_classes(self, batch_size: int, mi_bits: float, generator: torch.Generator):
         """(x, y, cx, cy): the batch and the per-source classes behind X and Y."""
         cx, cy = self.draw_classes(batch_size, mi_bits, generator)
         ix, iy = self.pool.draw(cx, cy, generator, self.exclude_same_item)
-        canvases = self.render(self.pool.gather(torch.cat([ix, iy])), generator)
+        canvases = self.render.from_pool(self.pool, torch.cat([ix, iy]), generator)
         b = cx.shape[0]
         return canvases[:b], canvases[b:], cx, cy
 

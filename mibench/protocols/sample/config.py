@@ -47,10 +47,14 @@ class SampleConfig:
         from mibench.estimators.registry import estimator_kind
         from mibench.protocols.schedule import parse_schedule
         from mibench.utils.checks import parse_seeds
+        from mibench.utils.limits import HARD_LIMITS, hard_limit
 
         levels = list(parse_schedule(self.mi, 10**9).levels)
         names = resolve_estimators(self.estimators)
-        n = int(self.n)
+        n = hard_limit(self.n, "--n")
+        for key, value in (self.estimate_kwargs or {}).items():
+            if key in HARD_LIMITS:
+                hard_limit(value, "--" + key.replace("_", "-"), key)
         critic_bound = [e for e in names if estimator_kind(e) == CRITIC]
         least = MIN_SAMPLES if critic_bound else MIN_N_BLACK_BOX
         if n < least:
@@ -68,6 +72,26 @@ class SampleConfig:
     @property
     def levels(self) -> list[float]:
         return [float(v) for v in (self.mi if isinstance(self.mi, (list, tuple)) else [self.mi])]
+
+
+def check_memory(cfg: SampleConfig, task, device, critic_bound: bool) -> None:
+    """Refuse in one line a run whose datasets (``--n`` pairs, with the copies an estimate makes)
+    or, for critic-bound estimators, whose critic and training (``mibench.estimate``'s settings:
+    the flags given, else its data-sized defaults) cannot fit in the memory available
+    (:mod:`mibench.utils.limits`)."""
+    from mibench.utils.limits import DATASET_COPIES, FLOAT, Need, batch_need, check_fits, estimate_sizes_fit
+
+    dims = (int(task.dim_x), int(task.dim_y))
+    per_pair = getattr(task, "bytes_per_pair", FLOAT * sum(dims))
+    check_fits([Need("the dataset and its copies", cfg.n * sum(dims) * 8 * DATASET_COPIES, "--n", on_device=False),
+                batch_need(min(cfg.n, 16_384), per_pair, dims, "--n")], device, "this run")
+    if critic_bound:
+        from mibench.estimation.defaults import default_settings
+
+        values = {**default_settings(cfg.n, *dims), **cfg.estimate_kwargs}
+        values["batch_size"] = min(int(values["batch_size"]), cfg.n)
+        estimate_sizes_fit(values, cfg.n, dims, cfg.critic, int(cfg.estimate_kwargs.get("embed", 32)), device,
+                           flags=True)
 
 
 #: the type of every field in a config.json (None: checked by ``resolved``)

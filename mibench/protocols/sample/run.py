@@ -40,7 +40,7 @@ import numpy as np
 
 from mibench.metrics import status_counts
 from mibench.protocols.base import PreparedRun
-from mibench.protocols.sample.config import DEFAULT_N, DEFAULT_TIMEOUT, MIN_N_BLACK_BOX, SampleConfig  # noqa: F401
+from mibench.protocols.sample.config import DEFAULT_N, DEFAULT_TIMEOUT, MIN_N_BLACK_BOX, SampleConfig, check_memory  # noqa: F401
 from mibench.protocols.sample.job import bits_or_empty, estimate_once
 from mibench.records import (
     SAMPLE_SUMMARY_EXTRA,
@@ -101,7 +101,9 @@ def prepare(cfg: SampleConfig) -> PreparedSample:
     task = make_task(cfg.task, device=device, **cfg.task_params)
     for level in cfg.levels:
         check_mi_request(task.name, level, task.max_mi_bits)
-    return PreparedSample(cfg, device, task, {name: estimator_kind(name) for name in cfg.estimators})
+    kinds = {name: estimator_kind(name) for name in cfg.estimators}
+    check_memory(cfg, task, device, critic_bound="critic" in kinds.values())
+    return PreparedSample(cfg, device, task, kinds)
 
 
 def summarize_over_seeds(task: str, critic: str, rows: list[dict], kinds: dict, n: int) -> list[dict]:

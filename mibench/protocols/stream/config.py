@@ -47,6 +47,7 @@ class StreamConfig:
         from mibench.critics import CRITICS
         from mibench.estimators import resolve_estimators
         from mibench.utils.checks import check_critic_sizes, check_seed
+        from mibench.utils.limits import hard_limit
 
         cfg = dataclasses.replace(self, estimators=resolve_estimators(self.estimators),
                                   task_params=dict(self.task_params), critic=CRITICS.get(self.critic).name)
@@ -56,6 +57,8 @@ class StreamConfig:
             raise MibenchError(f"--steps must be >= 1, got {cfg.steps}")
         if cfg.batch_size < 2:
             raise MibenchError(f"--batch-size must be >= 2 (off-diagonal pairs are the negatives), got {cfg.batch_size}")
+        for flag in ("--steps", "--batch-size", "--hidden", "--layers", "--embed"):
+            hard_limit(getattr(cfg, flag[2:].replace("-", "_")), flag)
         if cfg.lr <= 0 or not math.isfinite(cfg.lr):
             raise MibenchError(f"--lr must be a positive number, got {cfg.lr}")
         if cfg.burn_in < 0:
@@ -69,6 +72,25 @@ class StreamConfig:
         if cfg.engine == "stacked" and cfg.critic != "joint":
             raise MibenchError("--engine stacked is implemented for the joint critic only")
         return cfg
+
+
+def check_memory(cfg: StreamConfig, task, device) -> None:
+    """Refuse in one line a run whose critics, training step, task batches and per-step records
+    cannot fit in the memory available (:mod:`mibench.utils.limits`), before anything is built."""
+    from mibench.estimators import training_groups
+    from mibench.protocols.stream.training import choose_engine
+    from mibench.utils.limits import FLOAT, RECORD_BYTES_PER_STEP, Need, batch_need, check_fits, critic_needs
+
+    critics = len(training_groups(cfg.estimators))
+    held = critics if choose_engine(cfg, device) == "stacked" else 1
+    sizes = {"batch": cfg.batch_size, "hidden": cfg.hidden, "layers": cfg.layers, "embed": cfg.embed}
+    names = {"batch": "--batch-size", "hidden": "--hidden", "layers": "--layers"}
+    per_pair = getattr(task, "bytes_per_pair", FLOAT * (task.dim_x + task.dim_y))
+    needs = critic_needs(cfg.critic, (task.dim_x, task.dim_y), sizes, names, (critics, held))
+    needs += [batch_need(cfg.batch_size, per_pair, (task.dim_x, task.dim_y), "--batch-size"),
+              Need("the per-step records", cfg.steps * len(cfg.estimators) * RECORD_BYTES_PER_STEP, "--steps",
+                   on_device=False)]
+    check_fits(needs, device, "this run")
 
 
 #: the type of every field in a config.json (None: checked by ``resolved`` / the schedule)

@@ -25,7 +25,7 @@ from mibench.errors import MibenchError
 from mibench.metrics import summarize
 from mibench.protocols.base import PreparedRun
 from mibench.protocols.schedule import MISchedule, parse_schedule
-from mibench.protocols.stream.config import StreamConfig
+from mibench.protocols.stream.config import StreamConfig, check_memory
 from mibench.records import EstimatesLog, RunHeader, write_summary
 from mibench.records.io import atomic_path
 
@@ -76,6 +76,7 @@ def prepare(cfg: StreamConfig) -> PreparedStream:
     task = make_task(cfg.task, device=device, **cfg.task_params)
     for level in schedule.levels:
         check_mi_request(task.name, level, task.max_mi_bits, _capacity_note(task))
+    check_memory(cfg, task, device)
     return PreparedStream(cfg, device, task, schedule)
 
 
