@@ -97,15 +97,16 @@ def cell_status(cell_dir) -> str | None:
 
 def cell_counts(sweep_dir, manifest: dict) -> dict:
     """``counts`` of a sweep manifest recomputed from its cells' run directories
-    (:func:`cell_status`; a cell without one is ``pending``, or ``failed`` where the manifest says
-    so): what a reader should show, also for a manifest written before its driver took the cells'
-    own statuses."""
+    (:func:`cell_status`): what a reader should show, also for a manifest written before its driver
+    took the cells' own statuses.  A cell without a run directory (never started, or its files kept
+    elsewhere, e.g. a committed result's ``runs/``) keeps the manifest's ``complete`` or ``failed``
+    and is ``pending`` otherwise."""
     counts: dict[str, int] = {}
     for c in manifest.get("cells") or []:
         if not isinstance(c, dict):
             continue
-        status = cell_status(Path(sweep_dir) / str(c.get("dir") or c.get("name"))) \
-            or ("failed" if c.get("status") == "failed" else "pending")
+        recorded = c.get("status") if c.get("status") in ("complete", "failed") else "pending"
+        status = cell_status(Path(sweep_dir) / str(c.get("dir") or c.get("name"))) or recorded
         counts[status] = counts.get(status, 0) + 1
     counts["diverged"] = (manifest.get("counts") or {}).get("diverged", 0)
     return counts
