@@ -7,7 +7,8 @@ stock settings), per seed, with seconds per estimate.
         [--out benchmarks/results/generative_vs_torch_mist.txt]
 
 Pairs (mibench name -> torch-mist name): doe-flow -> doe, ba -> ba (both with H(Y) the Gaussian entropy
-of y's covariance), gm-flow -> gm, club -> club, l1out -> l1out.  Cases: ``distributions`` tasks of
+of y's covariance), gm-flow -> gm, club -> club, l1out -> l1out, flo -> flo.  ``--summarize FILE``
+appends the summary to a table whose run was stopped before its end (from its rows).  Cases: ``distributions`` tasks of
 mibench (gauss-dense-5x5 at 1, 2, 4 and 6 bits, student-t-dof5-5x5 and asinh-5x5 at 1 bit), drawn
 with ``mibench.tasks.distributions.draw``.  Rows are written as they come (seed-major: every case of
 seed 0 first), so a run stopped early still leaves a table; the summary compares, per case and
@@ -30,7 +31,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-PAIRS = {"doe-flow": "doe", "ba": "ba", "gm-flow": "gm", "club": "club", "l1out": "l1out"}
+PAIRS = {"doe-flow": "doe", "ba": "ba", "gm-flow": "gm", "club": "club", "l1out": "l1out", "flo": "flo"}
 CASES = [("gauss-dense-5x5", 1.0), ("gauss-dense-5x5", 2.0), ("gauss-dense-5x5", 4.0), ("gauss-dense-5x5", 6.0),
          ("student-t-dof5-5x5", 1.0), ("asinh-5x5", 1.0)]
 
@@ -67,6 +68,23 @@ def summarize(rows: list[dict], emit) -> None:
              f"s/estimate {np.mean([r['seconds'] for r in sel]):.1f} vs {np.mean([r['ref_seconds'] for r in sel]):.1f}")
 
 
+def summarize_file(path: Path) -> int:
+    """Parse the rows of a table this script wrote and append its summary."""
+    text = path.read_text().splitlines()
+    rows = []
+    for line in text:
+        parts = line.split()
+        if len(parts) == 8 and not line.startswith(("#", "case")):
+            case, bits, seed, est, mine, secs, ref, ref_secs = parts
+            rows.append({"case": f"{case}@{bits}", "truth": float(bits), "seed": int(seed), "estimator": est,
+                         "mibench": float(mine), "seconds": float(secs), "reference": float(ref),
+                         "ref_seconds": float(ref_secs)})
+    lines = list(text)
+    summarize(rows, lambda s="": (print(s), lines.append(s)))
+    path.write_text("\n".join(lines) + "\n")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--peer", required=True, help="the torch-mist environment's python")
@@ -75,7 +93,10 @@ def main() -> int:
     ap.add_argument("--estimators", default=",".join(PAIRS))
     ap.add_argument("--peer-timeout", type=float, default=1800.0)
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "generative_vs_torch_mist.txt"))
+    ap.add_argument("--summarize", default=None, metavar="FILE", help="append the summary to a stopped run's table")
     args = ap.parse_args()
+    if args.summarize:
+        return summarize_file(Path(args.summarize))
 
     import torch
 
