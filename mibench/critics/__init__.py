@@ -40,11 +40,57 @@ def _joint(dim_x, dim_y, hidden=DEFAULT_HIDDEN, layers=DEFAULT_LAYERS, embed=DEF
     return JointCritic(dim_x, dim_y, hidden, layers)
 
 
+from mibench.critics.conv import ConvJointCritic, ConvSeparableCritic, parse_shape, resolve_shapes  # noqa: E402
+
+
+def _conv_factory(separable: bool, fixed=None):
+    """A conv critic factory; ``fixed``: the image shape of both sides, from the name (conv-1x28x28)."""
+    def factory(dim_x, dim_y, hidden=DEFAULT_HIDDEN, layers=DEFAULT_LAYERS, embed=DEFAULT_EMBED, shapes=None):
+        shapes = resolve_shapes(dim_x, dim_y, (fixed, fixed) if fixed is not None else shapes)
+        if separable:
+            return ConvSeparableCritic(dim_x, dim_y, hidden, embed, shapes)
+        return ConvJointCritic(dim_x, dim_y, hidden, layers, shapes)
+
+    factory.takes_shapes = True     # make_critic hands it the task's image shapes
+    return factory
+
+
+CRITICS.add("conv", "images: CNN encoder per side (stride-2 convolutions) to `hidden` features, joint MLP head on "
+            "all K^2 feature pairs (`layers` hidden of `hidden`); image tasks only", _conv_factory(False))
+CRITICS.add("conv-separable", "images: f(x)^T g(y), CNN encoders to `hidden` features, then linear to `embed`; "
+            "image tasks only", _conv_factory(True))
+
+
+def _conv_pattern(m):
+    from mibench.utils.registry import Entry
+
+    separable, shape = bool(m.group(1)), parse_shape(m.group(2))
+    name = f"conv{'-separable' if separable else ''}-{'x'.join(map(str, shape))}"
+    return Entry(name, f"the {name.rsplit('-', 1)[0]} critic on {m.group(2)} images (both sides)",
+                 _conv_factory(separable, shape))
+
+
+CRITICS.add_pattern(r"conv(-separable)?-(\d+x\d+x\d+)", "conv-<C>x<H>x<W>, conv-separable-<C>x<H>x<W>  (the image "
+                    "shape named, for flattened inputs)", _conv_pattern)
+
+
+def takes_shapes(name: str) -> bool:
+    """Whether critic ``name`` reads its inputs as images (the conv critics)."""
+    return bool(getattr(CRITICS.get(name).obj, "takes_shapes", False))
+
+
 def make_critic(name: str, dim_x: int, dim_y: int, hidden: int = DEFAULT_HIDDEN, layers: int = DEFAULT_LAYERS,
-                embed: int = DEFAULT_EMBED):
+                embed: int = DEFAULT_EMBED, shapes=None):
+    """A critic for inputs of ``dim_x`` and ``dim_y`` columns.  ``shapes``: ``(shape_x, shape_y)``, each
+    side's image shape (C, H, W) or None, for the critics that read images (``conv``; from the task,
+    :func:`mibench.tasks.shapes.image_shapes`); None lets them read the shape off the dimensions."""
     if hidden < 1 or layers < 0 or embed < 1:
         raise MibenchError(f"critic sizes must be positive (hidden={hidden}, layers={layers}, embed={embed})")
-    return CRITICS.get(name).obj(dim_x, dim_y, hidden=hidden, layers=layers, embed=embed)
+    factory = CRITICS.get(name).obj
+    if getattr(factory, "takes_shapes", False):
+        return factory(dim_x, dim_y, hidden=hidden, layers=layers, embed=embed, shapes=shapes)
+    return factory(dim_x, dim_y, hidden=hidden, layers=layers, embed=embed)
 
 
-__all__ = ["CRITICS", "make_critic", "mlp", "InnerCritic", "BilinearCritic", "SeparableCritic", "JointCritic"]
+__all__ = ["CRITICS", "make_critic", "takes_shapes", "mlp", "InnerCritic", "BilinearCritic", "SeparableCritic", "JointCritic",
+           "ConvJointCritic", "ConvSeparableCritic"]

@@ -69,7 +69,11 @@ class ProtocolRunner:
     def prepare(self, cfg) -> PreparedRun:
         """Validate everything the run needs and build the task; a user mistake is one line,
         raised before any directory is written (the protocol's ``run_module``)."""
-        return importlib.import_module(self.run_module).prepare(cfg)
+        prepared = importlib.import_module(self.run_module).prepare(cfg)
+        from mibench.tasks.shapes import check_critic_for_task
+
+        check_critic_for_task(prepared.config.critic, prepared.task)    # an image critic needs an image task
+        return prepared
 
     # -- running ---------------------------------------------------------------------------
     def run(self, prepared: PreparedRun, out_dir, *, progress: bool = False, plot: bool = True,

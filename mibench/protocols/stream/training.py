@@ -59,7 +59,7 @@ class TrainingState:
         return cls(**d)
 
 
-def build_models(cfg, dim_x: int, dim_y: int, device):
+def build_models(cfg, dim_x: int, dim_y: int, device, shapes=None):
     """Critics, estimator heads and the groups that share a critic.
 
     One critic per training group (:func:`mibench.estimators.training_groups`: estimators whose
@@ -67,7 +67,8 @@ def build_models(cfg, dim_x: int, dim_y: int, device):
     initialised from a seed derived from (seed, training objective, critic), so an estimator's
     curve is the same whether it trains alone or with others.  One head per estimator.
     Returns ``(critics, heads, groups)`` with ``groups`` the estimator indices of each critic,
-    keyed by training objective in the critics' order.
+    keyed by training objective in the critics' order.  ``shapes``: the task's image shapes for an
+    image critic (:func:`mibench.tasks.shapes.image_shapes`; None: read off the dimensions).
     """
     heads = [make_estimator(name).to(device) for name in cfg.estimators]
     groups = training_groups(cfg.estimators)
@@ -75,7 +76,7 @@ def build_models(cfg, dim_x: int, dim_y: int, device):
     for key in groups:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(derived_seed(cfg.seed, key, cfg.critic, cfg.hidden, cfg.layers, cfg.embed))
-            critic = make_critic(cfg.critic, dim_x, dim_y, cfg.hidden, cfg.layers, cfg.embed)
+            critic = make_critic(cfg.critic, dim_x, dim_y, cfg.hidden, cfg.layers, cfg.embed, shapes=shapes)
         critics.append(critic.to(device))
     return critics, heads, groups
 
