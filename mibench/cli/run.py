@@ -21,6 +21,9 @@ TASK_FLAGS = {
                      "shelf), or a BERT-family checkpoint (path or id)"),
     "data_dir": (str, "dataset directory (else $MIBENCH_DATA, else the user cache)"),
     "n_per_class": (int, "text: reviews embedded per class"),
+    "rows": (int, "self-consistency tasks: t, the rows of the image Y keeps (default half the height)"),
+    "rows_h": (int, "consistency-dp: the rows h(Y) keeps (default t - 3)"),
+    "noise": (float, "self-consistency tasks: std of Gaussian noise added to Y (default 0; Gaussian analogue 2)"),
     "transform": (str, "apply g to X and Y: realnvp | maf | irevnet (invertible) | resnet (vision)"),
     "layer": (str, "resnet features: stem | layer1 | layer2 | layer3 | layer4 | pool (default pool)"),
 }

@@ -6,5 +6,6 @@ from mibench.tasks import distributions  # noqa: F401  (the distributions family
 from mibench.tasks import vision, text, mixed  # noqa: F401  (real-data tasks, register themselves)
 from mibench.tasks import features  # noqa: F401  (features:FILE.npz, the user's own data)
 from mibench.tasks import bmi_v1, bmi_v2, mutinfo_images, label_channel  # noqa: F401  (catalogues: BMI v1 / v2, mutinfo; register themselves)
+from mibench.tasks import consistency  # noqa: F401  (the self-consistency tests on real images, register themselves)
 
 __all__ = ["TASKS", "Task", "bsc_crossover", "bsc_mi_bits", "gaussian_rho", "gaussian_mi_bits", "make_task"]
