@@ -22,6 +22,7 @@ SUBCOMMAND_MODULES = [
     "mibench.cli.validate",         # validate
     "mibench.cli.encoders",         # encoders (list, finetune-text, train-resnet, check, layer-study)
     "mibench.cli.report",           # report
+    "mibench.cli.consistency",      # consistency
 ]
 
 #: every subcommand: (module whose ``register_cli`` builds its parser, the one-line help that
@@ -43,6 +44,8 @@ COMMANDS = {
     "report": ("mibench.cli.report",
                "a static leaderboard web page (tables, figures, metadata, reproduce commands) for run / sweep "
                "directories"),
+    "consistency": ("mibench.cli.consistency", "self-consistency tests on MNIST / CIFAR-10 (Song & Ermon 2020): "
+                    "baseline, data processing, additivity"),
 }
 
 

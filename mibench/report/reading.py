@@ -206,3 +206,14 @@ def _inside(path: Path, root: Path) -> bool:
         return True
     except ValueError:
         return False
+
+
+def empty_results(paths, shown=None) -> Results:
+    """:class:`Results` with no runs, for directories that hold only other tables (the
+    self-consistency tests, :mod:`mibench.analysis.consistency`)."""
+    import pandas as pd
+
+    paths = [Path(p) for p in paths]
+    shown = [str(s) for s in (shown or paths)]
+    return Results(board=pd.DataFrame(), setups=[], estimators={},
+                   sources=[Source(path=p, shown=s, meta=None, manifests=[], runs=[]) for p, s in zip(paths, shown)])

@@ -244,6 +244,42 @@ def _unique(stem: str, taken: set) -> str:
     return name
 
 
+#: the self-consistency table's columns: (consistency.csv column, heading, numeric?, its interval column)
+CONSISTENCY_COLUMNS = [("dataset", "dataset", False, None), ("estimator", "estimator", False, None),
+                       ("critic", "critic", False, None), ("zero", "I(t=0) (bits)", True, "zero_ci95"),
+                       ("top", "I(t=H) (bits)", True, None), ("violations", "baseline violations", True, None),
+                       ("dp_ratio", "DP ratio (≈ 1)", True, "dp_ratio_ci95"),
+                       ("add_ratio", "additivity ratio (≈ 2)", True, "add_ratio_ci95"), ("passes", "passes", False, None),
+                       ("n_seeds", "seeds", True, None), ("wall_seconds", "wall s", True, None)]
+
+
+def consistency_tables(paths, shown) -> list[dict]:
+    """The self-consistency tables under ``paths`` (:func:`mibench.analysis.consistency.read_tables`) as
+    cells; ``shown``: the paths as the page names them."""
+    from mibench.analysis.consistency import read_tables
+    from mibench.report.reading import _shown
+
+    names = {str(p): s for p, s in zip(paths, shown)}
+    out = []
+    for t in read_tables(paths):
+        rows = []
+        for r in t["rows"]:
+            cells = []
+            for key, _, numeric, ci_key in CONSISTENCY_COLUMNS:
+                if not numeric:
+                    cells.append({"text": r.get(key) or "—", "sort": None})
+                    continue
+                text = fmt_number(r.get(key), key in ("violations", "n_seeds", "wall_seconds"))
+                ci = float_or_nan(r.get(ci_key)) if ci_key else float("nan")
+                cells.append({"text": text + ("" if math.isnan(ci) else f" ± {fmt_number(ci)}"),
+                              "sort": sort_key(r.get(key))})
+            rows.append(cells)
+        out.append({"dir": _shown(t["dir"], t["source"], names[str(t["source"])]), "header": t["header"],
+                    "rows": rows, "commands": t["commands"],
+                    "columns": [{"heading": h, "numeric": n} for _, h, n, _ in CONSISTENCY_COLUMNS]})
+    return out
+
+
 def build_context(results, site: Path, command: str, title: str, figures: bool = True) -> dict:
     from mibench._version import __version__
     from mibench.report.figures import metrics_figure, run_figures
@@ -289,7 +325,15 @@ def write_site(paths, out, *, shown=None, title: str = "MI estimator leaderboard
     for p in paths:
         if p.is_dir() and out.resolve() == p.resolve():
             raise MibenchError(f"the site directory {out} is one of the result directories; choose another")
-    results = read_results(paths, shown)
+    consistency = consistency_tables(paths, [str(s) for s in (shown or paths)])
+    try:
+        results = read_results(paths, shown)
+    except MibenchError:
+        if not consistency:       # a directory of self-consistency tables alone holds no runs
+            raise
+        from mibench.report.reading import empty_results
+
+        results = empty_results(paths, shown)
     for sub in ("figures", "repro", "assets"):     # a re-run replaces what it wrote before
         shutil.rmtree(out / sub, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
@@ -297,6 +341,7 @@ def write_site(paths, out, *, shown=None, title: str = "MI estimator leaderboard
     shown = [str(s) for s in (shown or paths)]
     command = command or f"mibench report {' '.join(shown)} -o {out}"
     ctx = build_context(results, out, command, title, figures=figures)
+    ctx["consistency"] = consistency
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     html = env.get_template("index.html").render(**ctx)

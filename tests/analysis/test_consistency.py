@@ -1,0 +1,172 @@
+"""``mibench consistency`` and its table (issue 33): an exact estimator on a case with a known answer
+passes each self-consistency test, deliberately broken ones fail them; the plan, resuming, the
+Markdown / CSV table and the report's section."""
+import csv
+import math
+
+import pytest
+import torch
+
+from mibench.analysis.consistency import summarize, summarize_group, violations
+from mibench.analysis.consistency_run import DEFAULT_ESTIMATORS, ConsistencySpec, _row, plan, run_consistency
+from mibench.errors import MibenchError
+from mibench.tasks import make_task
+
+SMALL = dict(datasets=["gaussian"], seeds=[0, 1, 2], rows=[0, 2, 4, 6, 8], ratio_rows=[2, 4])
+
+
+def _fake_runner(value_of):
+    """A cell runner whose estimators return ``value_of(name, task, seed)`` on the cell's task."""
+    def runner(spec, cell):
+        task = make_task(f"consistency-{cell.test}-{cell.dataset}", **cell.task_params(spec))
+        return [_row(cell, spec, name, value_of(name, task, cell.seed), 0.1) for name in spec.estimators]
+
+    return runner
+
+
+def exact(name, task, seed):
+    """The closed-form MI of the Gaussian analogue, with a little seed-to-seed noise."""
+    from mibench.utils.seeding import derived_seed
+
+    gen = torch.Generator().manual_seed(derived_seed(seed, task.test, task.rows))
+    return task.truth_bits()["exact_mi_bits"] * (1 + 0.01 * torch.randn(1, generator=gen).item())
+
+
+def broken(name, task, seed):
+    if name == "constant":                          # says 3 bits whatever it sees
+        return 3.0
+    if name == "saturating":                        # InfoNCE-like: the truth, capped at log2(64)
+        return min(task.truth_bits()["exact_mi_bits"], 6.0)
+    if name == "wobbly":                            # falls as t grows past half the image
+        t = task.rows
+        return float(t if t <= 4 else 8 - t) * (2 if task.test == "additivity" else 1)
+    raise AssertionError(name)
+
+
+def _table(value_of, estimators):
+    """The table of fake estimators (any names: summarize does not look them up) on the SMALL plan."""
+    spec = ConsistencySpec(estimators=["nwj"], **SMALL)
+    rows = []
+    for cell in plan(spec.resolved()):
+        for name in estimators:
+            task = make_task(f"consistency-{cell.test}-{cell.dataset}", **cell.task_params(spec))
+            rows.append(_row(cell, spec, name, value_of(name, task, cell.seed), 1.0))
+    grids = {"gaussian": spec.grid("gaussian")}
+    return {r["estimator"]: r for r in summarize(rows, grids, SMALL["seeds"])}
+
+
+def test_an_exact_estimator_passes_every_test():
+    r = _table(exact, ["exact-on-samples"])["exact-on-samples"]
+    assert r["pass_baseline"] and r["pass_dp"] and r["pass_additivity"], r
+    assert r["violations"] == 0 and abs(r["zero"]) < 1e-12
+    assert r["dp_ratio"] == pytest.approx(1.0, abs=0.05) and r["add_ratio"] == pytest.approx(2.0, abs=0.05)
+    assert r["dp_ratio_ci95"] > 0 and r["n_seeds"] == 3
+
+
+def test_broken_estimators_fail():
+    table = _table(broken, ["constant", "saturating", "wobbly"])
+    const = table["constant"]
+    assert not const["pass_baseline"] and const["zero"] == 3.0            # not 0 when Y says nothing
+    assert not const["pass_additivity"] and const["add_ratio"] == pytest.approx(1.0)
+    assert const["pass_dp"]                                                # a constant cannot see the duplicate
+    sat = table["saturating"]
+    assert sat["pass_baseline"] and not sat["pass_additivity"]             # the cap breaks additivity
+    wob = table["wobbly"]
+    assert wob["violations"] == 2 and not wob["pass_baseline"]
+
+
+def test_violations_tolerate_small_noise():
+    assert violations([(0, 0.0), (2, 1.0), (4, 0.99), (6, 2.0)]) == 0        # 0.01 bits: noise
+    assert violations([(0, 0.0), (2, 1.0), (4, 0.9), (6, 2.0), (8, 1.0)]) == 2
+    assert violations([(0, 0.0), (2, 10.0), (4, 9.9)]) == 0                   # within 2% of 10 bits
+
+
+def test_a_ratio_over_a_zero_baseline_is_left_out():
+    values = {("baseline", 2, 0): 0.0, ("dp", 2, 0): 1.0, ("additivity", 2, 0): 2.0,
+              ("baseline", 2, 1): 1.0, ("dp", 2, 1): 1.0, ("additivity", 2, 1): 2.0}
+    r = summarize_group(values, [2], [2], [0, 1])
+    assert r["dp_ratio"] == 1.0 and math.isnan(r["dp_ratio_ci95"])
+
+
+def test_plan_covers_each_test_per_critic_and_seed():
+    spec = ConsistencySpec(datasets=["mnist"], critics=["joint", "conv"], seeds=[0, 1]).resolved()
+    cells = plan(spec)
+    rows, ratio = spec.grid("mnist")
+    assert rows == [0, 4, 8, 12, 16, 20, 28] and ratio == [8, 16]
+    assert len(cells) == 2 * 2 * (len(rows) + 2 * len(ratio))
+    assert [c.seed for c in cells[:11]] == [0] * 11 and cells[0].critic == "joint"    # seed-major
+    dp = [c for c in cells if c.test == "dp"]
+    assert {(c.rows, c.rows_h) for c in dp} == {(8, 5), (16, 13)}
+    with pytest.raises(MibenchError, match="ratio-rows must be > 0"):
+        ConsistencySpec(datasets=["mnist"], ratio_rows=[0]).resolved().grid("mnist")
+    with pytest.raises(MibenchError, match="sample protocol"):
+        ConsistencySpec(estimators=["ksg"]).resolved()           # black-box: the sample route only
+    assert ConsistencySpec(estimators=["ksg"], protocol="sample").resolved().estimators == ["ksg"]
+
+
+def test_run_writes_the_table_and_resumes(tmp_path):
+    out = tmp_path / "sc"
+    calls = []
+
+    def counting(spec, cell):
+        calls.append(cell)
+        return _fake_runner(lambda n, t, s: exact(n, t, s) if n == "nwj" else broken("constant", t, s))(spec, cell)
+
+    spec = ConsistencySpec(estimators=["nwj", "infonce"], **SMALL)
+    table = run_consistency(spec, out, command="mibench consistency ...", progress=False, runner=counting)
+    n_cells = len(plan(spec.resolved()))
+    assert len(calls) == n_cells
+    by = {r["estimator"]: r for r in table}
+    assert set(by) == {"exact", "nwj", "infonce"}
+    assert by["exact"]["passes"] == "baseline, dp, additivity" and by["nwj"]["passes"] == "baseline, dp, additivity"
+    assert by["infonce"]["passes"] == "dp"
+    md = (out / "consistency.md").read_text()
+    assert "| nwj | joint |" in md and "Baseline curves" in md and "Song & Ermon" in md
+    with open(out / "consistency.csv") as f:
+        assert {r["estimator"] for r in csv.DictReader(f)} == {"exact", "nwj", "infonce"}
+    # the same command again: nothing left to run; another setting is refused
+    run_consistency(spec, out, progress=False, runner=counting)
+    assert len(calls) == n_cells
+    with pytest.raises(MibenchError, match="other settings"):
+        run_consistency(ConsistencySpec(estimators=["nwj"], steps=700, **SMALL), out, progress=False, runner=counting)
+
+
+def test_the_report_shows_the_table(tmp_path):
+    from mibench.report import write_site
+
+    out = tmp_path / "sc"
+    run_consistency(ConsistencySpec(estimators=["nwj"], **SMALL), out, progress=False,
+                    runner=_fake_runner(exact))
+    index = write_site([out], tmp_path / "site", figures=False)
+    html = index.read_text()
+    assert 'id="self-consistency"' in html and "additivity ratio" in html and ">nwj<" in html
+
+
+def test_cli_defaults_match_the_library():
+    from mibench.cli import consistency
+
+    assert list(consistency.DEFAULT_ESTIMATORS) == DEFAULT_ESTIMATORS
+    assert len(DEFAULT_ESTIMATORS) >= 10
+
+
+def test_one_command_end_to_end(tmp_path, capsys):
+    """The real streaming route, tiny: every cell trains and the table is written."""
+    from mibench.cli import main
+
+    out = tmp_path / "sc"
+    assert main(["consistency", "--dataset", "gaussian", "--estimators", "infonce,smile-5", "--seeds", "0",
+                 "--rows", "0,4", "--ratio-rows", "4", "--steps", "3", "--tail", "2", "--batch-size", "8",
+                 "--out", str(out), "--quiet"]) == 0
+    with open(out / "consistency_estimates.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2 * 4 and {r["test"] for r in rows} == {"baseline", "dp", "additivity"}
+    assert "wrote" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_the_gaussian_estimator_passes_on_the_gaussian_analogue(tmp_path):
+    """A real estimator that is exact for Gaussians (CCA on the sample covariance), on enough pairs."""
+    spec = ConsistencySpec(estimators=["gaussian"], protocol="sample", n=60_000, datasets=["gaussian"],
+                           seeds=[0, 1, 2], rows=[0, 4, 8], ratio_rows=[4])
+    r = {row["estimator"]: row for row in run_consistency(spec, tmp_path / "g", progress=False)}["gaussian"]
+    assert r["pass_baseline"] and r["pass_dp"] and r["pass_additivity"], r
