@@ -132,7 +132,10 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
         (n, ...) inputs (images) are flattened per sample.  Finite values only.
     estimator : any registered estimator name, ``package.module:Name`` or entry point (``mibench list``);
         default ``infonce`` (module docstring: why).
-    critic : critic of a critic-bound estimator (``joint``, ``separable``, ``bilinear``, ``inner``).
+    critic : critic of a critic-bound estimator (``joint``, ``separable``, ``bilinear``, ``inner``; ``conv`` /
+        ``conv-separable`` for images: pass them as (n, C, H, W) or (n, H, W) arrays, or name the shape,
+        ``conv-1x28x28``; flattened rows are read as C x s x s with C = 1, 3, 2, 6 or 4, the first that fits;
+        no canonical reduction then, by default).
     steps, batch_size, lr, hidden, layers, eval_every, patience, min_steps, noise : training settings of a
         critic-bound estimator; ``None`` takes the data-sized default
         (:func:`mibench.estimation.defaults.default_settings`).  ``patience=0`` disables early stopping;
@@ -181,7 +184,7 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
     settings = EstimateSettings(estimator=estimator, critic=critic, training=training, embed=embed,
                                 test_fraction=test_fraction, preprocess=preprocess, gaussian_critic=gaussian_critic,
                                 reduce=reduce, device=device, seed=seed, units=units, progress=progress,
-                                threads=threads)
+                                threads=threads, shapes=_image_shapes(x, y))
     old_threads = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(int(threads))
@@ -189,6 +192,16 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
         return _estimate(x, y, settings, t_start)
     finally:
         torch.set_num_threads(old_threads)
+
+
+def _image_shapes(x, y):
+    """Each side's image shape where it is given as images ((n, C, H, W) or (n, H, W)), else None;
+    None when neither is (the image critics then read the shape off the dimensions)."""
+    out = []
+    for a in (x, y):
+        shape = tuple(int(v) for v in getattr(a, "shape", ())[1:])
+        out.append(shape if len(shape) == 3 else (1, *shape) if len(shape) == 2 else None)
+    return None if out == [None, None] else tuple(out)
 
 
 def _estimate(x, y, settings: EstimateSettings, t_start: float) -> EstimateResult:
@@ -291,6 +304,7 @@ def _critic_estimate(xa, ya, settings: EstimateSettings, sizes: SizedTraining, b
                      t_start: float) -> EstimateResult:
     """A critic-bound estimator: split, reduce where asked, train one critic per per-column map, report
     the best map's held-out readout."""
+    from mibench.critics import takes_shapes
     from mibench.utils.device import resolve_device
     from mibench.estimation.defaults import default_settings
     from mibench.estimation.dependence import deterministic_dependence
@@ -303,6 +317,10 @@ def _critic_estimate(xa, ya, settings: EstimateSettings, sizes: SizedTraining, b
     tr, te = perm[:sizes.n_train], perm[sizes.n_train:]
     dim_in = (xa.shape[1], ya.shape[1])
     reduce = sum(dim_in) > REDUCE_ABOVE_DIM if settings.reduce is None else settings.reduce
+    if takes_shapes(settings.critic):       # an image critic reads pixels: a projection is no image
+        if settings.reduce:
+            raise MibenchError(f"critic {settings.critic!r} reads images; reduce=True would hand it canonical variates")
+        reduce = False
     reason = deterministic_dependence(xa, ya, tr)
     if reason:
         used = {**sizes.values, "embed": settings.embed, "test_fraction": settings.test_fraction,
@@ -406,7 +424,8 @@ def _train_critic(xa, ya, tr, te, est_name: str, s: dict, settings: EstimateSett
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(settings.seed)
-        net = make_critic(settings.critic, xa.shape[1], ya.shape[1], int(s["hidden"]), int(s["layers"]), settings.embed)
+        net = make_critic(settings.critic, xa.shape[1], ya.shape[1], int(s["hidden"]), int(s["layers"]), settings.embed,
+                          shapes=settings.shapes)
     if gaussian_critic:
         z = np.concatenate([xa[tr], ya[tr]], axis=1).reshape(n_train, d)
         start = fit_start(z - z.mean(0), xa.shape[1])

@@ -61,6 +61,8 @@ class EstimateSettings:
     units : ``"bits"`` or ``"nats"``.
     progress : print every held-out evaluation to stderr.
     threads : torch CPU threads for the call (``None`` keeps torch's setting).
+    shapes : ``(shape_x, shape_y)``, each side's image shape (C, H, W) where it was given as images
+        ((n, C, H, W) or (n, H, W) arrays), else None; read by the image critics (``conv``).
     """
 
     estimator: str
@@ -76,6 +78,7 @@ class EstimateSettings:
     units: str
     progress: bool
     threads: int | None
+    shapes: tuple | None = None
 
     @property
     def scale(self) -> float:

@@ -239,8 +239,20 @@ def _todo(prepared: PreparedSample, rows: list[dict]):
             todo = [name for name in cfg.estimators if (name, float(level), int(seed)) not in done]
             if todo:
                 x, y = draw_dataset(task, cfg.n, level, seed)
+                images = _as_images(task, cfg.critic, x, y)
                 for name in todo:
-                    yield level, seed, name, x, y
+                    yield (level, seed, name, *(images if prepared.kinds.get(name) == "critic" else (x, y)))
+
+
+def _as_images(task, critic: str, x, y):
+    """For an image critic (``conv``), the task's image sides as (n, C, H, W) arrays (``mibench.estimate``
+    reads the shape off them); the flat arrays otherwise."""
+    from mibench.tasks.shapes import check_critic_for_task
+
+    shapes = check_critic_for_task(critic, task)
+    if shapes is None:
+        return x, y
+    return tuple(a if s is None else a.reshape(a.shape[0], *s) for a, s in zip((x, y), shapes))
 
 
 def _print_progress(r: dict, i: int, total: int) -> None:

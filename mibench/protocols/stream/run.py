@@ -143,7 +143,10 @@ def run(prepared, out_dir=None, *, progress: bool = False, plot: bool = True, ru
     cfg, device, task = prepared.config, prepared.device, prepared.task
     life = RunLifecycle(out_dir, prepared.config_dict(), resume=resume)
     run_id = life.run_id(run_id)
-    training = TrainingRun(cfg, task, prepared.schedule, *build_models(cfg, task.dim_x, task.dim_y, device), device)
+    from mibench.tasks.shapes import image_shapes
+
+    models = build_models(cfg, task.dim_x, task.dim_y, device, shapes=image_shapes(task))
+    training = TrainingRun(cfg, task, prepared.schedule, *models, device)
     with life.running(_header(prepared, training, run_id, extra)) as config:
         state, seconds_before = _load_checkpoint(life.out, cfg) if life.resume else (None, 0.0)
         with _Recorder(life, cfg, run_id, state, seconds_before, checkpoint_every) as record:
