@@ -55,22 +55,22 @@ def _conv_factory(separable: bool, fixed=None):
     return factory
 
 
-CRITICS.add("conv", "images: CNN encoder per side (stride-2 convolutions) to `hidden` features, joint MLP head on "
-            "all K^2 feature pairs (`layers` hidden of `hidden`); image tasks only", _conv_factory(False))
-CRITICS.add("conv-separable", "images: f(x)^T g(y), CNN encoders to `hidden` features, then linear to `embed`; "
-            "image tasks only", _conv_factory(True))
+CRITICS.add("conv", "images: f(x)^T g(y), CNN encoders (patch stem, stride-2 convolutions) to `hidden` features, "
+            "then linear to `embed`; image tasks only", _conv_factory(True))
+CRITICS.add("conv-joint", "images: CNN encoders to `hidden` features, joint MLP head on all K^2 feature pairs "
+            "(`layers` hidden of `hidden`); image tasks only", _conv_factory(False))
 
 
 def _conv_pattern(m):
     from mibench.utils.registry import Entry
 
-    separable, shape = bool(m.group(1)), parse_shape(m.group(2))
-    name = f"conv{'-separable' if separable else ''}-{'x'.join(map(str, shape))}"
+    joint, shape = bool(m.group(1)), parse_shape(m.group(2))
+    name = f"conv{'-joint' if joint else ''}-{'x'.join(map(str, shape))}"
     return Entry(name, f"the {name.rsplit('-', 1)[0]} critic on {m.group(2)} images (both sides)",
-                 _conv_factory(separable, shape))
+                 _conv_factory(not joint, shape))
 
 
-CRITICS.add_pattern(r"conv(-separable)?-(\d+x\d+x\d+)", "conv-<C>x<H>x<W>, conv-separable-<C>x<H>x<W>  (the image "
+CRITICS.add_pattern(r"conv(-joint)?-(\d+x\d+x\d+)", "conv-<C>x<H>x<W>, conv-joint-<C>x<H>x<W>  (the image "
                     "shape named, for flattened inputs)", _conv_pattern)
 
 

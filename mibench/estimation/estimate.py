@@ -133,7 +133,7 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
     estimator : any registered estimator name, ``package.module:Name`` or entry point (``mibench list``);
         default ``infonce`` (module docstring: why).
     critic : critic of a critic-bound estimator (``joint``, ``separable``, ``bilinear``, ``inner``; ``conv`` /
-        ``conv-separable`` for images: pass them as (n, C, H, W) or (n, H, W) arrays, or name the shape,
+        ``conv-joint`` for images: pass them as (n, C, H, W) or (n, H, W) arrays, or name the shape,
         ``conv-1x28x28``; flattened rows are read as C x s x s with C = 1, 3, 2, 6 or 4, the first that fits;
         no canonical reduction then, by default).
     steps, batch_size, lr, hidden, layers, eval_every, patience, min_steps, noise : training settings of a

@@ -16,7 +16,7 @@ def _pair(shape, k=6, seed=0):
     return torch.rand(k, d, generator=g), torch.rand(k, d, generator=g)
 
 
-@pytest.mark.parametrize("name", ["conv", "conv-separable"])
+@pytest.mark.parametrize("name", ["conv", "conv-joint"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_score_matrix_is_the_scores_of_its_pairs(name, shape):
     torch.manual_seed(0)
@@ -30,7 +30,7 @@ def test_score_matrix_is_the_scores_of_its_pairs(name, shape):
     assert torch.allclose(c(x[:3], y[:3]), s[:3, :3], atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["conv", "conv-separable"])
+@pytest.mark.parametrize("name", ["conv", "conv-joint"])
 def test_block_scores_batch_the_blocks(name):
     torch.manual_seed(1)
     shape = (1, 28, 28)
@@ -46,9 +46,10 @@ def test_block_scores_batch_the_blocks(name):
 def test_gradients_reach_every_parameter():
     torch.manual_seed(0)
     x, y = _pair((3, 32, 32), k=8)
-    c = make_critic("conv", 3072, 3072, hidden=16, layers=1, shapes=((3, 32, 32),) * 2)
-    c(x, y).logsumexp(1).mean().backward()
-    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in c.parameters())
+    for name in ("conv", "conv-joint"):
+        c = make_critic(name, 3072, 3072, hidden=16, layers=1, shapes=((3, 32, 32),) * 2)
+        c(x, y).logsumexp(1).mean().backward()
+        assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in c.parameters())
 
 
 def test_encoder_stages_reach_a_small_map():
@@ -71,8 +72,8 @@ def test_shapes_from_the_dimensions_and_the_name():
     assert infer_image_shape(10) is None
     c = make_critic("conv", 784, 784, hidden=8, layers=0)          # mibench.estimate's flattened arrays
     assert c.shapes == ((1, 28, 28), (1, 28, 28))
-    named = CRITICS.get("conv-separable-2x14x28")
-    assert named.name == "conv-separable-2x14x28" and takes_shapes("conv-2x14x28")
+    named = CRITICS.get("conv-joint-2x14x28")
+    assert named.name == "conv-joint-2x14x28" and takes_shapes("conv-2x14x28")
     assert make_critic("conv-2x14x28", 784, 784, hidden=8, layers=0).shapes == ((2, 14, 28),) * 2
     assert not takes_shapes("joint")
 

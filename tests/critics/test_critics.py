@@ -52,7 +52,7 @@ def test_bad_critic_requests():
         make_critic("mlp", 3, 3)
     with pytest.raises(MibenchError, match="positive"):
         make_critic("joint", 3, 3, hidden=0)
-    assert set(CRITICS.names()) == {"inner", "bilinear", "separable", "joint", "conv", "conv-separable"}
+    assert set(CRITICS.names()) == {"inner", "bilinear", "separable", "joint", "conv", "conv-joint"}
 
 
 def test_split_first_layer_is_the_concatenated_layer():
