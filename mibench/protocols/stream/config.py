@@ -25,7 +25,8 @@ class StreamConfig:
     task_params: dict = param(default_factory=dict, check=dict, flag=None, help="the task's parameters")
     estimators: list = param(default_factory=lambda: ["smile-5"], flag="--estimator",
                              help="estimator name(s), comma separated, or 'all'")
-    critic: str = param("joint", check=str, axis="critics", help="critic: inner, bilinear, separable, joint")
+    critic: str = param("joint", check=str, axis="critics",
+                        help="critic: inner, bilinear, separable, joint; conv, conv-joint (image tasks)")
     layers: int = param(2, check=int, axis="layers",
                         help="critic depth: hidden layers between input and output layer")
     hidden: int = param(256, check=int, axis="hidden", help="critic MLP width")
