@@ -154,8 +154,9 @@ def markdown(table: list[dict], meta: dict | None = None) -> str:
     return "\n".join(lines)
 
 
-def header_lines(meta: dict) -> list[str]:
-    """What the table was run with, from consistency.json."""
+def header_lines(meta: dict, run_seconds: float | None = None) -> list[str]:
+    """What the table was run with, from consistency.json; ``run_seconds``: the cells' runs summed
+    (else the invocations' wall times, which an interrupted invocation lacks)."""
     s = meta.get("settings", {})
     inv = meta.get("invocations") or [{}]
     spec = inv[-1].get("spec", {})
@@ -164,11 +165,12 @@ def header_lines(meta: dict) -> list[str]:
            f"estimate = the mean of the last {s.get('tail')} steps" if s.get("protocol") == "stream" else
            f"sample protocol, n = {s.get('n')} pairs through mibench.estimate")
     walls = [i.get("wall_seconds") for i in inv if isinstance(i.get("wall_seconds"), (int, float))]
+    wall = (f"{run_seconds:,.0f} s of runs" if run_seconds is not None else f"{sum(walls):,.0f} s") \
+        + f" over {len(inv)} invocation(s)"
     noise = "the task's default (0 for images, 2 for the Gaussian analogue)" if s.get("noise") is None else s["noise"]
     return [f"Self-consistency tests (Song & Ermon, ICLR 2020, §5): {how}; noise {noise}; "
             f"seeds {', '.join(map(str, spec.get('seeds', [])))}; mibench {env.get('mibench')}, torch "
-            f"{env.get('torch')}, {env.get('torch_threads')} thread(s) on {env.get('device')}; wall time "
-            f"{sum(walls):,.0f} s over {len(inv)} invocation(s).",
+            f"{env.get('torch')}, {env.get('torch_threads')} thread(s) on {env.get('device')}; wall time {wall}.",
             f"Passes: |I(t=0)| <= {ZERO_TOL} bits and no fall of the baseline curve beyond "
             f"max({MONOTONE_ABS} bits, {MONOTONE_REL:.0%}); |DP ratio - 1| <= {DP_TOL}; |additivity ratio - 2| <= "
             f"{ADD_TOL}. ± is the 95% Student-t half-width over seeds. Wall: the seconds of the runs the estimator "
@@ -195,7 +197,7 @@ def write_tables(out, estimates: list[dict], grids: dict, seeds: list[int]) -> l
     by what ``out/consistency.json`` records."""
     import csv
 
-    from mibench.records.io import read_json, write_text
+    from mibench.records.io import read_json, write_json, write_text
 
     out = Path(out)
     table = summarize(estimates, grids, seeds)
@@ -204,7 +206,12 @@ def write_tables(out, estimates: list[dict], grids: dict, seeds: list[int]) -> l
         w = csv.DictWriter(f, fieldnames=SUMMARY_COLUMNS, lineterminator="\n")
         w.writeheader()
         w.writerows([{k: (round(v, 6) if isinstance(v, float) else v) for k, v in r.items()} for r in table])
-    write_text(out / "consistency.md", "\n\n".join(header_lines(meta)) + "\n\n" + markdown(table) + "\n")
+    runs = {(r["dataset"], r["critic"], r["test"], r["rows"], r["seed"]): float(r["seconds"]) for r in estimates
+            if r["estimator"] != EXACT and math.isfinite(float(r["seconds"]))}
+    meta["run_seconds"] = round(sum(runs.values()), 1)
+    write_json(out / "consistency.json", meta)
+    write_text(out / "consistency.md", "\n\n".join(header_lines(meta, meta["run_seconds"])) + "\n\n"
+               + markdown(table) + "\n")
     return table
 
 
@@ -227,6 +234,7 @@ def read_tables(paths) -> list[dict]:
             except (OSError, ValueError):
                 continue
             commands = list(dict.fromkeys(i["command"] for i in meta.get("invocations", []) if i.get("command")))
-            found.append({"dir": meta_path.parent, "source": p, "header": header_lines(meta), "rows": rows,
+            found.append({"dir": meta_path.parent, "source": p, "header": header_lines(meta, meta.get("run_seconds")),
+                          "rows": rows,
                           "commands": commands})
     return found
