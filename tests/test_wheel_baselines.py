@@ -27,7 +27,8 @@ def test_packaged_baselines_match_the_committed_leaderboard():
     packaged = json.loads(baselines.PACKAGED.read_text())
     assert packaged == json.loads(baselines.dumps(baselines.export(RESULTS))), \
         "stale: run `python scripts/export_sample_baselines.py` after re-running results/sample_leaderboard"
-    assert baselines.PACKAGED.stat().st_size < 200_000          # compact: no figures
+    # compact: config and file listing only, no figures (measured 4.4-4.7 KB a run)
+    assert baselines.PACKAGED.stat().st_size < 6_000 * len(packaged["runs"])
 
 
 def test_packaged_baselines_give_the_same_leaderboard(tmp_path):
@@ -57,7 +58,10 @@ def test_evaluate_without_a_checkout_uses_the_packaged_copy(no_checkout, capsys,
     me = f"{zero.__module__}.zero"
     n = len(packaged_baseline_estimators["gaussian"]) + 1         # the packaged gaussian baselines and ours
     assert me in set(board["estimator"]) and len(set(board["estimator"])) == n
-    assert f"{me} ranks {n} of {n}" in capsys.readouterr().out    # 4 bits of MSE 16: last
+    # 4 bits of MSE 16: behind every baseline but those worse than that (CLUB, an upper bound far above)
+    others = board[board["estimator"] != me].groupby("estimator")["rank_score"].first()
+    assert (others > 16).sum() >= 1
+    assert f"{me} ranks {n - int((others > 16).sum())} of {n}" in capsys.readouterr().out
 
 
 def test_env_and_explicit_baselines_still_override(no_checkout, monkeypatch, tmp_path):
