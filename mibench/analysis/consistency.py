@@ -85,10 +85,11 @@ def summarize_group(values: dict, rows: list[int], ratio_rows: list[int], seeds:
     dp, dp_rows = _ratios(values, "dp", ratio_rows, seeds)
     add, add_rows = _ratios(values, "additivity", ratio_rows, seeds)
     out = {"zero": _mean(zeros), "zero_ci95": ci95(zeros), "top": curve[-1][1] if curve else float("nan"),
-           "violations": violations(curve), "baseline_curve": " ".join(f"{t}:{v:.3f}" for t, v in curve),
-           "dp_ratio": _mean(dp), "dp_ratio_ci95": ci95(dp), "dp_by_rows": " ".join(f"{t}:{v:.3f}" for t, v in dp_rows.items()),
+           "violations": violations(curve), "baseline_curve": " ".join(f"{t}:{_num(v)}" for t, v in curve),
+           "dp_ratio": _mean(dp), "dp_ratio_ci95": ci95(dp),
+           "dp_by_rows": " ".join(f"{t}:{_num(v)}" for t, v in dp_rows.items()),
            "add_ratio": _mean(add), "add_ratio_ci95": ci95(add),
-           "add_by_rows": " ".join(f"{t}:{v:.3f}" for t, v in add_rows.items()),
+           "add_by_rows": " ".join(f"{t}:{_num(v)}" for t, v in add_rows.items()),
            "n_seeds": sum(1 for s in seeds if any(math.isfinite(values.get(("baseline", t, s), float("nan")))
                                                   for t in rows))}
     out["pass_baseline"] = bool(abs(out["zero"]) <= ZERO_TOL and out["violations"] == 0) if zeros else False
@@ -122,12 +123,17 @@ def summarize(estimates: list[dict], grids: dict, seeds: list[int]) -> list[dict
     return sorted(out, key=lambda r: (order[r["dataset"]], r["estimator"] != EXACT, r["critic"], r["estimator"]))
 
 
+def _num(v: float, digits: int = 3) -> str:
+    """``v`` with ``digits`` decimals, or in scientific notation from 10^4 on (a diverging readout)."""
+    return f"{v:.{digits}f}" if abs(v) < 1e4 or not math.isfinite(v) else f"{v:.2e}"
+
+
 def _cell(v, ci=None, digits: int = 2) -> str:
     if not isinstance(v, (int, float)) or not math.isfinite(v):
         return "—"
-    s = f"{v:.{digits}f}"
+    s = _num(v, digits)
     if ci is not None and isinstance(ci, float) and math.isfinite(ci):
-        s += f" ± {ci:.{digits}f}"
+        s += f" ± {_num(ci, digits)}"
     return s
 
 
@@ -145,7 +151,8 @@ def markdown(table: list[dict], meta: dict | None = None) -> str:
                          f"{_cell(r['add_ratio'], r['add_ratio_ci95'])} | {r['passes']} | {r['n_seeds']} | "
                          f"{r['wall_seconds']:,.0f} |")
         lines += ["", f"Baseline curves (mean estimate in bits at each t, {dataset}):", "",
-                  "| estimator | critic | " + " | ".join(f"t={p.split(':')[0]}" for p in rows[0]["baseline_curve"].split())
+                  "| estimator | critic | "
+                  + " | ".join(f"t={p.split(':')[0]}" for p in rows[0]["baseline_curve"].split())
                   + " |", "|---|---|" + "---:|" * len(rows[0]["baseline_curve"].split())]
         for r in rows:
             lines.append(f"| {r['estimator']} | {r['critic'] or '—'} | "

@@ -72,7 +72,8 @@ def cmd_consistency(args) -> int:
         import torch
 
         torch.set_num_threads(int(args.threads))
-    spec = ConsistencySpec(datasets=csv_list(args.dataset, "dataset"), estimators=csv_list(args.estimators, "estimators"),
+    spec = ConsistencySpec(datasets=csv_list(args.dataset, "dataset"),
+                           estimators=csv_list(args.estimators, "estimators"),
                            seeds=_ints(args.seeds, "seeds"), critics=csv_list(args.critics, "critics"),
                            rows=_ints(args.rows, "rows"), ratio_rows=_ints(args.ratio_rows, "ratio-rows"),
                            protocol=args.protocol, steps=args.steps, tail=args.tail, batch_size=args.batch_size,

@@ -249,7 +249,8 @@ CONSISTENCY_COLUMNS = [("dataset", "dataset", False, None), ("estimator", "estim
                        ("critic", "critic", False, None), ("zero", "I(t=0) (bits)", True, "zero_ci95"),
                        ("top", "I(t=H) (bits)", True, None), ("violations", "baseline violations", True, None),
                        ("dp_ratio", "DP ratio (≈ 1)", True, "dp_ratio_ci95"),
-                       ("add_ratio", "additivity ratio (≈ 2)", True, "add_ratio_ci95"), ("passes", "passes", False, None),
+                       ("add_ratio", "additivity ratio (≈ 2)", True, "add_ratio_ci95"),
+                       ("passes", "passes", False, None),
                        ("n_seeds", "seeds", True, None), ("wall_seconds", "wall s", True, None)]
 
 
