@@ -116,3 +116,13 @@ def test_sample_protocol_runs_a_generative_estimator(tmp_path):
 
     rows = list(csv.DictReader(open(tmp_path / "r" / "sample_estimates.csv")))
     assert rows and rows[0]["estimator"] == "l1out" and math.isfinite(float(rows[0]["estimate"]))
+
+
+def test_count_parameters_after_an_estimate_of_another_shape():
+    """MIENF starts its base from the last estimate's training split; a count for another shape
+    must not try to reuse that start."""
+    x, y, _ = draw("gauss-dense-1x1", 400, mi_bits=1.0, seed=0)
+    for name in ("mienf", "mienf-tridiag"):
+        est = build(name, 5)
+        est.estimate(np.hstack([x, x]), np.hstack([y, y]), seed=0)
+        assert est.count_parameters(3, 1) > 0 and est.count_parameters(1, 1) > 0

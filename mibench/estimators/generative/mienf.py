@@ -115,6 +115,7 @@ class MIENF(DensityModelEstimator):
     def __init__(self, *args, tridiagonal: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.tridiagonal = bool(tridiagonal)
+        self._start_rho = self._start_cov = None       # set by prepare() from the training split
         if self.tridiagonal:
             self.name = "mienf-tridiag"
 
@@ -132,9 +133,9 @@ class MIENF(DensityModelEstimator):
 
     def models(self, dx, dy):
         model = _GaussianBaseFlows(self.flow(dx), self.flow(dy), dx, dy, self.tridiagonal)
-        start, cov = getattr(self, "_start_rho", None), getattr(self, "_start_cov", None)
+        start, cov = self._start_rho, self._start_cov    # from the last estimate: used where the shapes match
         with torch.no_grad():
-            if self.tridiagonal and start is not None:
+            if self.tridiagonal and start is not None and start.shape == tuple(model.rho_raw.shape):
                 model.rho_raw.copy_(torch.atanh(torch.as_tensor(np.clip(start, 0.0, 0.99), dtype=torch.float32)))
             elif cov is not None and cov.shape == (dx + dy, dx + dy):
                 chol = np.linalg.cholesky(cov + 1e-6 * np.eye(dx + dy))
