@@ -8,7 +8,13 @@ stock settings), per seed, with seconds per estimate.
 
 Pairs (mibench name -> torch-mist name): doe-flow -> doe, ba -> ba (both with H(Y) the Gaussian entropy
 of y's covariance), gm-flow -> gm, club -> club, l1out -> l1out, flo -> flo.  ``--summarize FILE``
-appends the summary to a table whose run was stopped before its end (from its rows).  Cases: ``distributions`` tasks of
+appends the summary to a table (from its rows; an earlier summary is replaced), e.g. one whose run was
+stopped before its end or whose rows were gathered from several runs.  ``--cases CASE@BITS,...``
+runs a subset; ``--matched`` runs torch-mist with run_torch_mist.py's matched settings (as close as its
+API allows to mibench's defaults); ``--mibench-from TABLE,...`` takes mibench's values for the
+(case, seed, estimator) rows such tables already hold (the same data and defaults) instead of
+estimating again.  The summary gives, for the Gaussian cases, the truth, club's population values
+and whether the lower bounds (ba, flo) stay below the truth.  Cases: ``distributions`` tasks of
 mibench (gauss-dense-5x5 at 1, 2, 4 and 6 bits, student-t-dof5-5x5 and asinh-5x5 at 1 bit), drawn
 with ``mibench.tasks.distributions.draw``.  Rows are written as they come (seed-major: every case of
 seed 0 first), so a run stopped early still leaves a table; the summary compares, per case and
@@ -36,12 +42,13 @@ CASES = [("gauss-dense-5x5", 1.0), ("gauss-dense-5x5", 2.0), ("gauss-dense-5x5",
          ("student-t-dof5-5x5", 1.0), ("asinh-5x5", 1.0)]
 
 
-def run_peer(python: str, path: str, names: list[str], timeout: float) -> dict:
+def run_peer(python: str, path: str, names: list[str], timeout: float, matched: bool = False) -> dict:
     """{torch-mist name: (nats, seconds)} from the peer runner on one .npz (NaN on failure)."""
     script = REPO / "benchmarks" / "peers" / "run_torch_mist.py"
     out = {n: (math.nan, math.nan) for n in names}
     try:
-        proc = subprocess.run([python, str(script), ",".join(names), path], capture_output=True, text=True,
+        proc = subprocess.run([python, str(script), ",".join(names), path, *(["--matched"] if matched else [])],
+                              check=False, capture_output=True, text=True,
                               timeout=timeout, env={**os.environ, "OMP_NUM_THREADS": "1"})
     except subprocess.TimeoutExpired:
         return out
@@ -52,33 +59,81 @@ def run_peer(python: str, path: str, names: list[str], timeout: float) -> dict:
     return out
 
 
+LOWER_BOUNDS = ("ba", "flo")
+
+
+def gaussian_reference_bits(case: str) -> dict | None:
+    """Population values (bits) for a Gaussian case ``gauss-dense-DxD@BITS``: the truth, CLUB with the
+    true Gaussian conditional (tr(S_y|x^-1 S_yy) - d_y nats) and CLUB with the best Gaussian of
+    diagonal covariance (both sides' CLUB family: MLP mean, diagonal variance; sum_k S_yy,kk / S_y|x,kk - d_y
+    nats, the fit being q(y|x) = N(E[y|x], diag S_y|x)); None for a non-Gaussian case."""
+    name, bits = case.split("@")
+    if not name.startswith("gauss-"):
+        return None
+    from mibench.tasks.registry import make_task
+
+    task = make_task(name)
+    s = task.covariance(task.rho(float(bits)))
+    dx = task.dim_x
+    sxx, syy, sxy = s[:dx, :dx], s[dx:, dx:], s[:dx, dx:]
+    cond = syy - sxy.T @ np.linalg.solve(sxx, sxy)                      # S_y|x
+    dy = syy.shape[0]
+    club_true = float(np.trace(np.linalg.solve(cond, syy))) - dy
+    club_diag = float(np.sum(np.diag(syy) / np.diag(cond))) - dy
+    return {"truth": float(bits), "club_true": club_true / math.log(2), "club_diag": club_diag / math.log(2)}
+
+
 def summarize(rows: list[dict], emit) -> None:
     emit("# summary (bits): per case and estimator, mean +- sd over seeds; agree = |difference of means| <= sd_mibench + sd_ref")
+    emit("# Gaussian cases: club's population values with the true Gaussian conditional (club_true) and with the best "
+         "diagonal-Gaussian conditional (club_diag, the family both sides' club use); lower bounds (ba, flo): "
+         "'<= truth' when mean - truth <= the side's sd, else 'EXCEEDS truth'")
     keys = sorted({(r["case"], r["estimator"]) for r in rows}, key=lambda k: (k[0], list(PAIRS).index(k[1])))
     for case, est in keys:
         sel = [r for r in rows if r["case"] == case and r["estimator"] == est]
         a = np.array([r["mibench"] for r in sel])
         b = np.array([r["reference"] for r in sel])
-        sd = lambda v: float(np.std(v, ddof=1)) if len(v) > 1 else float("nan")   # noqa: E731
+        sd = lambda v: float(np.std(v, ddof=1)) if len(v) > 1 else float("nan")
         diff = abs(np.nanmean(a) - np.nanmean(b))
         spread = sd(a) + sd(b)
         verdict = "agree" if diff <= spread else ("DISAGREE" if np.isfinite(spread) else "one seed")
+        extra = ""
+        ref = gaussian_reference_bits(case)
+        if est == "club" and ref is not None:
+            extra = f"  [club_true {ref['club_true']:.2f}, club_diag {ref['club_diag']:.2f}]"
+        if est in LOWER_BOUNDS and (ref is not None or case.startswith("asinh")):   # known truth, exact H(Y)
+            truth = sel[0]["truth"]
+            checks = []
+            for side, v in (("mibench", a), ("torch-mist", b)):
+                if np.isfinite(np.nanmean(v)):
+                    ok = np.nanmean(v) - truth <= (sd(v) if np.isfinite(sd(v)) else 0.0)
+                    checks.append(f"{side} {'<= truth' if ok else 'EXCEEDS truth'}")
+            extra = "  [lower bound: " + ", ".join(checks) + "]"
         emit(f"#   {case:24s} {est:9s} truth {sel[0]['truth']:.2f}  mibench {np.nanmean(a):7.3f} +- {sd(a):.3f}  "
              f"torch-mist {np.nanmean(b):7.3f} +- {sd(b):.3f}  |diff| {diff:.3f}  {verdict}  "
-             f"s/estimate {np.mean([r['seconds'] for r in sel]):.1f} vs {np.mean([r['ref_seconds'] for r in sel]):.1f}")
+             f"s/estimate {np.nanmean([r['seconds'] for r in sel]):.1f} vs {np.nanmean([r['ref_seconds'] for r in sel]):.1f}"
+             f"  (seeds {len(sel)}){extra}")
 
 
-def summarize_file(path: Path) -> int:
-    """Parse the rows of a table this script wrote and append its summary."""
-    text = path.read_text().splitlines()
+def read_rows(path: Path) -> list[dict]:
+    """The rows of a table this script wrote."""
     rows = []
-    for line in text:
+    for line in path.read_text().splitlines():
         parts = line.split()
         if len(parts) == 8 and not line.startswith(("#", "case")):
             case, bits, seed, est, mine, secs, ref, ref_secs = parts
             rows.append({"case": f"{case}@{bits}", "truth": float(bits), "seed": int(seed), "estimator": est,
                          "mibench": float(mine), "seconds": float(secs), "reference": float(ref),
                          "ref_seconds": float(ref_secs)})
+    return rows
+
+
+def summarize_file(path: Path) -> int:
+    """Parse the rows of a table this script wrote and append its summary (an earlier summary, whose
+    lines start with '# summary' or '#   ', is replaced)."""
+    text = [ln for ln in path.read_text().splitlines()
+            if not ln.startswith(("# summary", "#   ", "# Gaussian cases: club"))]
+    rows = read_rows(path)
     lines = list(text)
     summarize(rows, lambda s="": (print(s), lines.append(s)))
     path.write_text("\n".join(lines) + "\n")
@@ -94,6 +149,12 @@ def main() -> int:
     ap.add_argument("--peer-timeout", type=float, default=1800.0)
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "generative_vs_torch_mist.txt"))
     ap.add_argument("--summarize", default=None, metavar="FILE", help="append the summary to a stopped run's table")
+    ap.add_argument("--cases", default=None, help="comma-separated CASE@BITS (default: all of CASES)")
+    ap.add_argument("--mibench-from", default=None, metavar="TABLE[,TABLE]",
+                    help="take mibench's value and seconds for a (case, seed, estimator) from these tables (same data, "
+                         "same defaults) instead of estimating again")
+    ap.add_argument("--matched", action="store_true",
+                    help="run_torch_mist.py --matched: torch-mist set as close as its API allows to mibench's defaults")
     args = ap.parse_args()
     if args.summarize:
         return summarize_file(Path(args.summarize))
@@ -105,8 +166,11 @@ def main() -> int:
 
     torch.set_num_threads(1)
     names = args.estimators.split(",")
+    cases = CASES if args.cases is None else [(c.split("@")[0], float(c.split("@")[1])) for c in args.cases.split(",")]
     lines: list[str] = []
     out = Path(args.out)
+    known = {(r["case"], r["seed"], r["estimator"]): (r["mibench"] * math.log(2), r["seconds"])
+             for t in (args.mibench_from.split(",") if args.mibench_from else []) for r in read_rows(Path(t))}
 
     def emit(s: str = "") -> None:
         print(s, flush=True)
@@ -116,24 +180,29 @@ def main() -> int:
     emit(f"# compare_generative: n = {args.n}, seeds {args.seeds}; torch {torch.__version__}, 1 thread per side; "
          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {os.getloadavg()[0]:.2f}")
     emit("# mibench: the registry's defaults (GenerativeTraining: 2,000 steps, batch 256, lr 1e-3, 20 % held out); "
-         "torch-mist: run_torch_mist.py stock (5,000 iterations, batch 64, hidden [256, 256], the same held-out 20 %)")
+         + ("torch-mist: run_torch_mist.py --matched (its MATCHED settings: 2,000 iterations, batch 256, lr 1e-3, "
+            "hidden [128, 128], 4 affine-autoregressive flow layers where mibench has a flow)" if args.matched else
+            "torch-mist: run_torch_mist.py stock (5,000 iterations, batch 64, hidden [256, 256], the same held-out 20 %)"))
     emit(f"{'case':24s} {'bits':>4s} {'seed':>4s} {'estimator':9s} {'mibench':>8s} {'s':>6s} {'torch-mist':>10s} {'s':>6s}")
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in (int(s) for s in args.seeds.split(",")):
-            for case, bits in CASES:
+            for case, bits in cases:
                 x, y, _ = draw(case, args.n, mi_bits=bits, seed=seed)
                 path = str(Path(tmp) / f"{case}_{bits:g}_{seed}.npz")
                 np.savez(path, x=np.asarray(x, np.float32), y=np.asarray(y, np.float32), seed=seed)
-                ref = run_peer(args.peer, path, [PAIRS[n] for n in names], args.peer_timeout)
+                ref = run_peer(args.peer, path, [PAIRS[n] for n in names], args.peer_timeout, args.matched)
                 for name in names:
                     t0 = time.perf_counter()
-                    try:
-                        mine = ESTIMATORS.get(name).obj().estimate(x, y, seed=seed)
-                    except Exception as e:  # noqa: BLE001  (a failure is a recorded row)
-                        print(f"{name}: {type(e).__name__}: {e}", file=sys.stderr)
-                        mine = math.nan
-                    secs = time.perf_counter() - t0
+                    if (f"{case}@{bits:g}", seed, name) in known:
+                        mine, secs = known[(f"{case}@{bits:g}", seed, name)]
+                    else:
+                        try:
+                            mine = ESTIMATORS.get(name).obj().estimate(x, y, seed=seed)
+                        except Exception as e:  # noqa: BLE001  (a failure is a recorded row)
+                            print(f"{name}: {type(e).__name__}: {e}", file=sys.stderr)
+                            mine = math.nan
+                        secs = time.perf_counter() - t0
                     r_nats, r_secs = ref[PAIRS[name]]
                     row = {"case": f"{case}@{bits:g}", "truth": bits, "seed": seed, "estimator": name,
                            "mibench": mine / math.log(2), "seconds": secs, "reference": r_nats / math.log(2),

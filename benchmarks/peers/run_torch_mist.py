@@ -11,6 +11,22 @@ split as mibench.estimate), ``test_data`` = the held-out 20 % (the reported valu
 stock critic: joint for smile / nwj / js / mine, separable for infonce, one negative per positive
 for the joint ones; the generative ones' stock densities: conditional / marginal transformed normals,
 an affine autoregressive joint for gm; ba's entropy_y is the Gaussian entropy of the training y).  Output: common.py.
+
+``--matched``: torch-mist set as close as its API allows to mibench's defaults (GenerativeTraining:
+2,000 steps, batch 256, Adam lr 1e-3, 10 % validation, the best validation state kept -- torch-mist
+keeps one only for the estimators it calls bounds, ba and flo here, with an unbounded patience; flows of 4 layers with
+MLPs 128 wide), for the generative pairs and flo.  Where mibench has a flow (ba, doe-flow, gm-flow),
+torch-mist gets 4 affine-autoregressive layers (pyro, MADE [128, 128], a random order per
+layer) in place of its stock one diagonal-affine layer -- for gm also the marginals q(x), q(y), whose
+stock ``linear`` transform is a diagonal Gaussian; club keeps its stock diagonal Gaussian with an MLP
+mean and scale (the family of mibench's club, CLUB paper §3.2) at hidden [128, 128], and so does l1out
+(with a flow, torch-mist's leave-one-out over a batch of K costs K^2 flow evaluations: 267 s for 20
+steps on 600 pairs); flo gets joint
+critics [128, 128] and 8 negatives per positive (mibench's flo: two joint MLPs 128 wide, 8 shifts).
+What no setting reaches stays: mibench's RealNVP + sinh-arcsinh layers and its per-coordinate
+gaussianisation, and torch-mist's readouts (flo reports E[u], its amortised log-ratio, where mibench
+reports the bound; l1out's leave-one-out mean runs over the batch's y for each x, see
+benchmarks/results/generative_vs_torch_mist.txt).
 """
 import sys
 
@@ -21,6 +37,25 @@ PEERS = {name: f"torch_mist.estimate_mi(estimator={name!r}, {STOCK}, test_data=h
          for name in ("smile", "infonce", "nwj", "js", "mine", "doe", "gm", "club", "l1out", "flo")}
 PEERS["ba"] = (f"torch_mist.estimate_mi(estimator='ba', entropy_y=the Gaussian entropy of the training y's covariance, "
                f"{STOCK}, test_data=held-out 20 %)")
+
+# patience: never stop early, keep the best validation state (mibench: every step runs, the best state on
+# the validation part is kept); torch-mist's stock patience is max(1, 2 % of the epochs) = 1 epoch here,
+# and its running best starts at 0, so a lower bound whose first validation value is <= 0 stops after one
+# epoch (stock flo: 3 s, -25 bits at 4 bits)
+MATCHED_TRAIN = {"hidden_dims": [128, 128], "batch_size": 256, "max_iterations": 2000,
+                 "optimizer_params": {"lr": 1e-3}, "valid_percentage": 0.1, "patience": 10**9}
+FLOW_LAYERS = 4
+COND_FLOW = {"transform_name": "conditional_affine_autoregressive", "n_transforms": FLOW_LAYERS}
+MATCHED = {
+    "ba": COND_FLOW,
+    "l1out": {},    # stock diagonal Gaussian: with a flow its K^2 evaluations per batch of K took 267 s for 20 steps
+    "club": {},                       # stock family: diagonal Gaussian, MLP mean and scale
+    "doe": {"conditional_transform_name": "conditional_affine_autoregressive",
+            "n_conditional_transforms": FLOW_LAYERS,
+            "marginal_transform_name": "affine_autoregressive", "n_marginal_transforms": FLOW_LAYERS},
+    "gm": {"marginal_transform_name": "affine_autoregressive", "n_marginal_transforms": FLOW_LAYERS},  # + q_XY below
+    "flo": {"critic_type": "joint", "neg_samples": 8},
+}
 
 
 def gaussian_entropy(y) -> float:
@@ -33,7 +68,12 @@ def gaussian_entropy(y) -> float:
 
 
 def main() -> int:
+    matched = "--matched" in sys.argv
+    if matched:
+        sys.argv.remove("--matched")
     args, names = parse("torch-mist", PEERS)
+    if matched and set(names) - set(MATCHED):
+        sys.exit(f"--matched covers {', '.join(MATCHED)} only, got {names}")
     import torch
     from torch_mist import estimate_mi
 
@@ -43,11 +83,20 @@ def main() -> int:
         torch.manual_seed(seed)
         tr, te = split(len(x), seed)
         extra = {"entropy_y": float(gaussian_entropy(y[tr]))} if name == "ba" else {}
+        if matched:
+            extra.update(MATCHED[name])
+            if name == "gm":     # the factory does not pass hidden_dims to the joint flow: build it here
+                from torch_mist.distributions.factories import joint_transformed_normal
+
+                extra["q_XY"] = joint_transformed_normal(
+                    input_dims={"x": x.shape[1], "y": y.shape[1]}, transform_name="affine_autoregressive",
+                    n_transforms=FLOW_LAYERS, hidden_dims=MATCHED_TRAIN["hidden_dims"])
         out = estimate_mi(data=(x[tr], y[tr]), test_data=(x[te], y[te]), estimator=name, verbose=False,
-                          **STOCK, **extra)
+                          **(MATCHED_TRAIN if matched else STOCK), **extra)
         return out[0] if isinstance(out, tuple) else out     # (value, training log) in this version
 
-    run_all("torch-mist", args, names, one, PEERS)
+    settings = {n: f"--matched: {MATCHED_TRAIN} {MATCHED[n]}" for n in MATCHED} if matched else PEERS
+    run_all("torch-mist", args, names, one, settings)
     return 0
 
 
