@@ -1,0 +1,163 @@
+"""mibench's diffusion / flow estimators vs their authors' reference implementations, on the same .npz
+datasets, each side in its own environment (the reference through its runner in benchmarks/peers/),
+per seed, with seconds per estimate.
+
+    flock /tmp/mibench-measure.lock python benchmarks/peers/compare_diffusion_flows.py \
+        [--estimators minde-c,minde-j] [--n 5000] [--seeds 0,1,2] \
+        [--out benchmarks/results/minde_vs_authors.txt]
+
+Pairs (mibench name -> runner, reference name, reference environment's python):
+
+* ``minde-c``, ``minde-j`` -> run_minde.py (github.com/MustaphaBounoua/minde, the authors' code), /work/peers/minde.
+
+MIENF and FMMI have no runnable reference here (their authors' code could not be fetched or installed:
+benchmarks/results/mienf_fmmi_vs_authors.txt says why).  Cases: gauss-dense-5x5 at 1 and 4 bits
+(``mibench.tasks.distributions.draw``).  Rows are written as they come (seed-major), so a run stopped
+early still leaves a table; ``--summarize FILE`` appends the summary to such a table.  The summary
+compares, per case and estimator, the two seed means with their combined spread (the two sample
+standard deviations added): ``agree`` when the difference of the means is within it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+PAIRS = {"minde-c": ("run_minde.py", "minde-c", "/work/peers/minde/bin/python"),
+         "minde-j": ("run_minde.py", "minde-j", "/work/peers/minde/bin/python")}
+CASES = [("gauss-dense-5x5", 1.0), ("gauss-dense-5x5", 4.0)]
+
+
+def run_peer(runner: str, python: str, path: str, names: list[str], timeout: float) -> dict:
+    """{reference name: (nats, seconds)} from one runner on one .npz (NaN on failure)."""
+    out = {n: (math.nan, math.nan) for n in names}
+    try:
+        proc = subprocess.run([python, str(REPO / "benchmarks" / "peers" / runner), ",".join(names), path],
+                              check=False, capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, "OMP_NUM_THREADS": "1"})
+    except subprocess.TimeoutExpired:
+        return out
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            r = json.loads(line)
+            out[r["estimator"]] = (r["mi_nats"], r["seconds"])
+            if r.get("error"):
+                print(f"reference {r['estimator']}: {r['error']}", file=sys.stderr)
+    return out
+
+
+def summarize(rows: list[dict], emit) -> None:
+    emit("# summary (bits): per case and estimator, mean +- sd over seeds; agree = |difference of means| <= sd_mibench + sd_ref")
+    keys = sorted({(r["case"], r["estimator"]) for r in rows})
+    for case, est in keys:
+        sel = [r for r in rows if r["case"] == case and r["estimator"] == est]
+        a = np.array([r["mibench"] for r in sel])
+        b = np.array([r["reference"] for r in sel])
+        sd = lambda v: float(np.std(v, ddof=1)) if len(v) > 1 else float("nan")
+        diff = abs(np.nanmean(a) - np.nanmean(b))
+        spread = sd(a) + sd(b)
+        verdict = "agree" if diff <= spread else ("DISAGREE" if np.isfinite(spread) else "one seed")
+        emit(f"#   {case:22s} {est:8s} truth {sel[0]['truth']:.2f}  mibench {np.nanmean(a):6.3f} +- {sd(a):.3f}  "
+             f"authors {np.nanmean(b):6.3f} +- {sd(b):.3f}  |diff| {diff:.3f}  {verdict}  "
+             f"s/estimate {np.mean([r['seconds'] for r in sel]):.1f} vs {np.mean([r['ref_seconds'] for r in sel]):.1f}")
+
+
+def summarize_file(path: Path) -> int:
+    """Parse the rows of a table this script wrote and append its summary."""
+    text = path.read_text().splitlines()
+    rows = []
+    for line in text:
+        parts = line.split()
+        if len(parts) == 8 and not line.startswith(("#", "case")):
+            case, bits, seed, est, mine, secs, ref, ref_secs = parts
+            rows.append({"case": f"{case}@{bits}", "truth": float(bits), "seed": int(seed), "estimator": est,
+                         "mibench": float(mine), "seconds": float(secs), "reference": float(ref),
+                         "ref_seconds": float(ref_secs)})
+    lines = list(text)
+    summarize(rows, lambda s="": (print(s), lines.append(s)))
+    path.write_text("\n".join(lines) + "\n")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--estimators", default=",".join(PAIRS))
+    ap.add_argument("--n", type=int, default=5000)
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--peer-timeout", type=float, default=3600.0)
+    ap.add_argument("--mibench-options", default="{}", help="JSON keyword arguments for the mibench estimators")
+    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "minde_vs_authors.txt"))
+    ap.add_argument("--summarize", default=None, metavar="FILE", help="append the summary to a stopped run's table")
+    args = ap.parse_args()
+    if args.summarize:
+        return summarize_file(Path(args.summarize))
+
+    import torch
+
+    from mibench.estimators.registry import ESTIMATORS
+    from mibench.tasks.distributions import draw
+
+    torch.set_num_threads(1)
+    names = args.estimators.split(",")
+    options = json.loads(args.mibench_options)
+    lines: list[str] = []
+    out = Path(args.out)
+
+    def emit(s: str = "") -> None:
+        print(s, flush=True)
+        lines.append(s)
+        out.write_text("\n".join(lines) + "\n")
+
+    emit(f"# compare_diffusion_flows: n = {args.n}, seeds {args.seeds}; torch {torch.__version__}, 1 thread per side; "
+         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {os.getloadavg()[0]:.2f} (2 cores, shared)")
+    emit(f"# mibench: the registry's defaults{' + ' + json.dumps(options) if options else ''} (GenerativeTraining: "
+         "2,000 steps, batch 256, lr 1e-3, 70/10/20 % train/validation/test, early stopping); authors: the runner's "
+         "settings (benchmarks/peers/run_minde.py docstring: 300 epochs x 31 steps, batch 128, importance sampling, EMA)")
+    emit(f"{'case':22s} {'bits':>4s} {'seed':>4s} {'estimator':8s} {'mibench':>8s} {'s':>6s} {'authors':>8s} {'s':>6s}")
+    rows: list[dict] = []
+    runners: dict[tuple[str, str], list[str]] = {}
+    for name in names:
+        runner, ref_name, python = PAIRS[name]
+        runners.setdefault((runner, python), []).append(ref_name)
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in (int(s) for s in args.seeds.split(",")):
+            for case, bits in CASES:
+                x, y, _ = draw(case, args.n, mi_bits=bits, seed=seed)
+                path = str(Path(tmp) / f"{case}_{bits:g}_{seed}.npz")
+                np.savez(path, x=np.asarray(x, np.float32), y=np.asarray(y, np.float32), seed=seed)
+                ref = {}
+                for (runner, python), ref_names in runners.items():
+                    ref.update(run_peer(runner, python, path, ref_names, args.peer_timeout))
+                for name in names:
+                    t0 = time.perf_counter()
+                    try:
+                        mine = ESTIMATORS.get(name).obj(**options).estimate(x, y, seed=seed)
+                    except Exception as e:  # noqa: BLE001  (a failure is a recorded row)
+                        print(f"{name}: {type(e).__name__}: {e}", file=sys.stderr)
+                        mine = math.nan
+                    secs = time.perf_counter() - t0
+                    r_nats, r_secs = ref[PAIRS[name][1]]
+                    row = {"case": f"{case}@{bits:g}", "truth": bits, "seed": seed, "estimator": name,
+                           "mibench": mine / math.log(2), "seconds": secs, "reference": r_nats / math.log(2),
+                           "ref_seconds": r_secs}
+                    rows.append(row)
+                    emit(f"{case:22s} {bits:4g} {seed:4d} {name:8s} {row['mibench']:8.3f} {secs:6.1f} "
+                         f"{row['reference']:8.3f} {r_secs:6.1f}")
+    summarize(rows, emit)
+    emit(f"# load average at end {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
