@@ -4,7 +4,7 @@ per seed, with seconds per estimate.
 
     flock /tmp/mibench-measure.lock python benchmarks/peers/compare_diffusion_flows.py \
         [--estimators minde-c,minde-j] [--n 5000] [--seeds 0,1,2] \
-        [--out benchmarks/results/minde_vs_authors.txt]
+        [--out benchmarks/results/minde_vs_authors.txt] [--reference-from EARLIER_TABLE]
 
 Pairs (mibench name -> runner, reference name, reference environment's python):
 
@@ -73,18 +73,23 @@ def summarize(rows: list[dict], emit) -> None:
              f"s/estimate {np.mean([r['seconds'] for r in sel]):.1f} vs {np.mean([r['ref_seconds'] for r in sel]):.1f}")
 
 
-def summarize_file(path: Path) -> int:
-    """Parse the rows of a table this script wrote and append its summary."""
-    text = path.read_text().splitlines()
+def table_rows(path: Path) -> list[dict]:
+    """The per-seed rows of a table this script wrote."""
     rows = []
-    for line in text:
+    for line in path.read_text().splitlines():
         parts = line.split()
         if len(parts) == 8 and not line.startswith(("#", "case")):
             case, bits, seed, est, mine, secs, ref, ref_secs = parts
             rows.append({"case": f"{case}@{bits}", "truth": float(bits), "seed": int(seed), "estimator": est,
                          "mibench": float(mine), "seconds": float(secs), "reference": float(ref),
                          "ref_seconds": float(ref_secs)})
-    lines = list(text)
+    return rows
+
+
+def summarize_file(path: Path) -> int:
+    """Parse the rows of a table this script wrote and append its summary."""
+    rows = table_rows(path)
+    lines = path.read_text().splitlines()
     summarize(rows, lambda s="": (print(s), lines.append(s)))
     path.write_text("\n".join(lines) + "\n")
     return 0
@@ -99,6 +104,9 @@ def main() -> int:
     ap.add_argument("--mibench-options", default="{}", help="JSON keyword arguments for the mibench estimators")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "minde_vs_authors.txt"))
     ap.add_argument("--summarize", default=None, metavar="FILE", help="append the summary to a stopped run's table")
+    ap.add_argument("--reference-from", default=None, metavar="FILE",
+                    help="take the authors' column (value and seconds) from an earlier table of this script on the "
+                         "same cases, n and seeds instead of running the reference again (mibench side only)")
     args = ap.parse_args()
     if args.summarize:
         return summarize_file(Path(args.summarize))
@@ -124,6 +132,11 @@ def main() -> int:
     emit(f"# mibench: the registry's defaults{' + ' + json.dumps(options) if options else ''} (GenerativeTraining: "
          "2,000 steps, batch 256, lr 1e-3, 70/10/20 % train/validation/test, early stopping); authors: the runner's "
          "settings (benchmarks/peers/run_minde.py docstring: 300 epochs x 31 steps, batch 128, importance sampling, EMA)")
+    earlier = None
+    if args.reference_from:
+        earlier = {(r["case"], r["seed"], r["estimator"]): (r["reference"] * math.log(2), r["ref_seconds"])
+                   for r in table_rows(Path(args.reference_from))}
+        emit(f"# authors' column copied from {args.reference_from} (the same cases, n and seeds; not rerun)")
     emit(f"{'case':22s} {'bits':>4s} {'seed':>4s} {'estimator':8s} {'mibench':>8s} {'s':>6s} {'authors':>8s} {'s':>6s}")
     rows: list[dict] = []
     runners: dict[tuple[str, str], list[str]] = {}
@@ -137,8 +150,11 @@ def main() -> int:
                 path = str(Path(tmp) / f"{case}_{bits:g}_{seed}.npz")
                 np.savez(path, x=np.asarray(x, np.float32), y=np.asarray(y, np.float32), seed=seed)
                 ref = {}
-                for (runner, python), ref_names in runners.items():
-                    ref.update(run_peer(runner, python, path, ref_names, args.peer_timeout))
+                if earlier is not None:
+                    ref = {PAIRS[n][1]: earlier.get((f"{case}@{bits:g}", seed, n), (math.nan, math.nan)) for n in names}
+                else:
+                    for (runner, python), ref_names in runners.items():
+                        ref.update(run_peer(runner, python, path, ref_names, args.peer_timeout))
                 for name in names:
                     t0 = time.perf_counter()
                     try:
