@@ -17,7 +17,7 @@ dim_x + dim_y <= 10), ``mc_iter = 10`` draws of t per held-out pair in ``compute
 the test loader (here the held-out 20 %: common.split, the same seeded split as mibench), the
 reported value ``compute_mi()[0]`` (the score difference; ``[1]``, the sigma variant, is printed on
 stderr).  Kept too: the script's 300 epochs (here of the 4,000 training pairs: 300 x 31 = 9,300 steps, about 65 CPU-s
-per estimate; ``MINDE_EPOCHS`` changes it -- fewer epochs leave the EMA copy, which starts at the
+per estimate; ``MINDE_HIDDEN`` sets the width instead of the automatic one; ``MINDE_EPOCHS`` changes it -- fewer epochs leave the EMA copy, which starts at the
 initial weights and is the one read out, far from the trained net: 0.999^2,000 = 0.14).  Changed for
 this CPU (the script's 100,000 training pairs are replaced by the .npz's 80 %): ``accelerator="cpu"``, ``num_workers=0``,
 per-epoch MI logging off (``test_epoch`` huge, as ``job.sh``'s ``--test_epoch 10000``), and the SDE's
@@ -32,8 +32,10 @@ import tempfile
 from common import parse, run_all, split
 
 EPOCHS = int(os.environ.get("MINDE_EPOCHS", "300"))
+HIDDEN = os.environ.get("MINDE_HIDDEN")      # the network's width; unset: the authors' automatic choice
 SETTINGS = (f"authors' MINDE (src.libs.minde, 4c09b55): importance sampling, EMA 0.999, Adam lr 1e-3, batch 128, "
-            f"{EPOCHS} epochs of the training 80 %, mc_iter 10, StandardScaler on all rows; test = held-out 20 %")
+            f"{EPOCHS} epochs of the training 80 %, mc_iter 10, StandardScaler on all rows; test = held-out 20 %"
+            f"{'; hidden_dim ' + HIDDEN if HIDDEN else ''}")
 PEERS = {"minde-c": f"type c; {SETTINGS}", "minde-j": f"type j; {SETTINGS}"}
 
 
@@ -70,6 +72,8 @@ def main() -> int:
         cfg.lr, cfg.bs, cfg.max_epochs = 1e-3, 128, EPOCHS
         cfg.accelerator, cfg.devices, cfg.seed = "cpu", 1, seed
         cfg.test_epoch = 10 ** 9
+        if HIDDEN:
+            cfg.hidden_dim = int(HIDDEN)
         cfg.benchmark = "npz"
         pl.seed_everything(seed, verbose=False)
         xs = preprocessing.StandardScaler(copy=True).fit_transform(x)
