@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from mibench.errors import MibenchError
-from mibench.estimators.generative.flows import ConditionalFlow
+from mibench.estimators.generative.flows import FLOW_FAMILIES, ConditionalFlow, ZukoMAF
 
 
 def pick_device(device: str = "auto") -> torch.device:
@@ -108,6 +108,9 @@ class DensityModelEstimator:
     Parameters
     ----------
     layers, hidden, context : flow layers, MLP width and x-embedding size of each flow.
+    flows : the flow family, ``"realnvp"`` (:class:`~.flows.ConditionalFlow`) or ``"zuko-maf"``
+        (:class:`~.flows.ZukoMAF`, which has no separate x embedding: ``context`` is unused); default
+        the estimator's own (``default_flows``).
     jitter : standard deviation of the noise added to the standardised y (module docstring).
     marginals : ``"gaussianise"`` (default) or ``"standardise"`` (module docstring).
     training : steps, batch size, learning rate, split fractions, evaluation interval and device
@@ -124,11 +127,17 @@ class DensityModelEstimator:
     name = "generative"
     #: the estimator models the density of x too (x is jittered like y)
     models_x = False
+    #: the flow family used unless ``flows=`` says otherwise (:data:`~.flows.FLOW_FAMILIES`)
+    default_flows = "realnvp"
 
     def __init__(self, layers: int = 4, hidden: int = 128, context: int = 64, jitter: float = 0.01,
-                 marginals: str = "gaussianise", training: GenerativeTraining | None = None, **training_options):
+                 marginals: str = "gaussianise", training: GenerativeTraining | None = None, flows: str | None = None,
+                 **training_options):
         if marginals not in ("gaussianise", "standardise"):
             raise MibenchError(f"{self.name} marginals must be 'gaussianise' or 'standardise', got {marginals!r}")
+        self.flows = flows or self.default_flows
+        if self.flows not in FLOW_FAMILIES:
+            raise MibenchError(f"{self.name} flows must be one of {', '.join(FLOW_FAMILIES)}, got {self.flows!r}")
         unknown = sorted(set(training_options) - {f.name for f in fields(GenerativeTraining)})
         if unknown:
             raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {unknown[0]!r}")
@@ -160,7 +169,11 @@ class DensityModelEstimator:
 
     # --- shared -------------------------------------------------------------------------------------
 
-    def flow(self, dim: int, context_dim: int = 0) -> ConditionalFlow:
+    def flow(self, dim: int, context_dim: int = 0) -> nn.Module:
+        """A density model log q(y | x) of ``dim`` variables given ``context_dim`` (0: log q(y)), of the
+        estimator's flow family."""
+        if self.flows == "zuko-maf":
+            return ZukoMAF(dim, context_dim, self.layers, self.hidden)
         return ConditionalFlow(dim, context_dim, self.layers, self.hidden, self.context)
 
     def count_parameters(self, dx: int, dy: int) -> int:

@@ -45,6 +45,8 @@ def gaussian_entropy(y: torch.Tensor) -> float:
 class _ConditionalModel(DensityModelEstimator):
     """One conditional flow q(y | x), trained by maximum likelihood."""
 
+    default_flows = "zuko-maf"     # flows.py's module docstring
+
     def models(self, dx, dy):
         return {"conditional": self.flow(dy, dx)}
 
@@ -77,6 +79,7 @@ class GMFlow(DensityModelEstimator):
 
     name = "gm-flow"
     models_x = True
+    default_flows = "zuko-maf"     # flows.py's module docstring
 
     def models(self, dx, dy):
         return {"x": self.flow(dx), "y": self.flow(dy), "joint": self.flow(dx + dy)}

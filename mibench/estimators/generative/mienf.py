@@ -37,6 +37,7 @@ import torch
 from torch import nn
 
 from mibench.estimators.generative.base import DensityModelEstimator, Split
+from mibench.errors import MibenchError
 from mibench.estimators.generative.flows import LOG_2PI, ConditionalFlow
 
 
@@ -118,6 +119,9 @@ class MIENF(DensityModelEstimator):
         self._start_rho = self._start_cov = None       # set by prepare() from the training split
         if self.tridiagonal:
             self.name = "mienf-tridiag"
+        if self.flows != "realnvp":
+            raise MibenchError(f"{self.name} maps each side to its Gaussian base with mibench's own flows: "
+                               f"flows must be 'realnvp', got {self.flows!r}")
 
     def prepare(self, split):
         """The base starts at the linear solution (module docstring): the general one at the training
