@@ -153,12 +153,15 @@ def main() -> int:
     ap.add_argument("--mibench-from", default=None, metavar="TABLE[,TABLE]",
                     help="take mibench's value and seconds for a (case, seed, estimator) from these tables (same data, "
                          "same defaults) instead of estimating again")
+    ap.add_argument("--reference-from", default=None, metavar="TABLE[,TABLE]",
+                    help="take torch-mist's value and seconds for a (case, seed, estimator) from these tables (same data, "
+                         "same peer settings) instead of running the peer again")
     ap.add_argument("--matched", action="store_true",
                     help="run_torch_mist.py --matched: torch-mist set as close as its API allows to mibench's defaults")
     args = ap.parse_args()
     if args.summarize:
         return summarize_file(Path(args.summarize))
-    if args.peer is None:
+    if args.peer is None and args.reference_from is None:
         ap.error("--peer is required (the torch-mist environment's python)")
 
     import torch
@@ -173,6 +176,8 @@ def main() -> int:
     out = Path(args.out)
     known = {(r["case"], r["seed"], r["estimator"]): (r["mibench"] * math.log(2), r["seconds"])
              for t in (args.mibench_from.split(",") if args.mibench_from else []) for r in read_rows(Path(t))}
+    known_ref = {(r["case"], r["seed"], PAIRS[r["estimator"]]): (r["reference"] * math.log(2), r["ref_seconds"])
+                 for t in (args.reference_from.split(",") if args.reference_from else []) for r in read_rows(Path(t))}
 
     def emit(s: str = "") -> None:
         print(s, flush=True)
@@ -193,7 +198,11 @@ def main() -> int:
                 x, y, _ = draw(case, args.n, mi_bits=bits, seed=seed)
                 path = str(Path(tmp) / f"{case}_{bits:g}_{seed}.npz")
                 np.savez(path, x=np.asarray(x, np.float32), y=np.asarray(y, np.float32), seed=seed)
-                ref = run_peer(args.peer, path, [PAIRS[n] for n in names], args.peer_timeout, args.matched)
+                label = f"{case}@{bits:g}"
+                if all((label, seed, PAIRS[n]) in known_ref for n in names):
+                    ref = {PAIRS[n]: known_ref[(label, seed, PAIRS[n])] for n in names}
+                else:
+                    ref = run_peer(args.peer, path, [PAIRS[n] for n in names], args.peer_timeout, args.matched)
                 for name in names:
                     t0 = time.perf_counter()
                     if (f"{case}@{bits:g}", seed, name) in known:
