@@ -34,6 +34,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+import comparison  # noqa: E402  (a sibling module: benchmarks/peers/ is on sys.path when run as a script)
+from comparison import agreement, read_rows, seed_sd, table_writer  # noqa: E402
+
 PAIRS = {"minde-c": ("run_minde.py", "minde-c", "/work/peers/minde/bin/python"),
          "minde-j": ("run_minde.py", "minde-j", "/work/peers/minde/bin/python")}
 CASES = [("gauss-dense-5x5", 1.0), ("gauss-dense-5x5", 4.0)]
@@ -64,35 +67,16 @@ def summarize(rows: list[dict], emit) -> None:
         sel = [r for r in rows if r["case"] == case and r["estimator"] == est]
         a = np.array([r["mibench"] for r in sel])
         b = np.array([r["reference"] for r in sel])
-        sd = lambda v: float(np.std(v, ddof=1)) if len(v) > 1 else float("nan")
-        diff = abs(np.nanmean(a) - np.nanmean(b))
-        spread = sd(a) + sd(b)
-        verdict = "agree" if diff <= spread else ("DISAGREE" if np.isfinite(spread) else "one seed")
+        sd = seed_sd
+        diff, _spread, verdict = agreement(a, b)
         emit(f"#   {case:22s} {est:8s} truth {sel[0]['truth']:.2f}  mibench {np.nanmean(a):6.3f} +- {sd(a):.3f}  "
              f"authors {np.nanmean(b):6.3f} +- {sd(b):.3f}  |diff| {diff:.3f}  {verdict}  "
              f"s/estimate {np.mean([r['seconds'] for r in sel]):.1f} vs {np.mean([r['ref_seconds'] for r in sel]):.1f}")
 
 
-def table_rows(path: Path) -> list[dict]:
-    """The per-seed rows of a table this script wrote."""
-    rows = []
-    for line in path.read_text().splitlines():
-        parts = line.split()
-        if len(parts) == 8 and not line.startswith(("#", "case")):
-            case, bits, seed, est, mine, secs, ref, ref_secs = parts
-            rows.append({"case": f"{case}@{bits}", "truth": float(bits), "seed": int(seed), "estimator": est,
-                         "mibench": float(mine), "seconds": float(secs), "reference": float(ref),
-                         "ref_seconds": float(ref_secs)})
-    return rows
-
-
 def summarize_file(path: Path) -> int:
-    """Parse the rows of a table this script wrote and append its summary."""
-    rows = table_rows(path)
-    lines = path.read_text().splitlines()
-    summarize(rows, lambda s="": (print(s), lines.append(s)))
-    path.write_text("\n".join(lines) + "\n")
-    return 0
+    """Append the summary to a table from its rows."""
+    return comparison.summarize_file(path, summarize)
 
 
 def main() -> int:
@@ -119,13 +103,7 @@ def main() -> int:
     torch.set_num_threads(1)
     names = args.estimators.split(",")
     options = json.loads(args.mibench_options)
-    lines: list[str] = []
-    out = Path(args.out)
-
-    def emit(s: str = "") -> None:
-        print(s, flush=True)
-        lines.append(s)
-        out.write_text("\n".join(lines) + "\n")
+    emit = table_writer(Path(args.out), [])
 
     emit(f"# compare_diffusion_flows: n = {args.n}, seeds {args.seeds}; torch {torch.__version__}, 1 thread per side; "
          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {os.getloadavg()[0]:.2f} (2 cores, shared)")
@@ -135,7 +113,7 @@ def main() -> int:
     earlier = None
     if args.reference_from:
         earlier = {(r["case"], r["seed"], r["estimator"]): (r["reference"] * math.log(2), r["ref_seconds"])
-                   for r in table_rows(Path(args.reference_from))}
+                   for r in read_rows(Path(args.reference_from))}
         emit(f"# authors' column copied from {args.reference_from} (the same cases, n and seeds; not rerun)")
     emit(f"{'case':22s} {'bits':>4s} {'seed':>4s} {'estimator':8s} {'mibench':>8s} {'s':>6s} {'authors':>8s} {'s':>6s}")
     rows: list[dict] = []

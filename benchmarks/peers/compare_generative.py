@@ -37,6 +37,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+import comparison  # noqa: E402  (a sibling module: benchmarks/peers/ is on sys.path when run as a script)
+from comparison import agreement, read_rows, seed_sd, table_writer  # noqa: E402
+
 PAIRS = {"doe-flow": "doe", "ba": "ba", "gm-flow": "gm", "club": "club", "l1out": "l1out", "flo": "flo"}
 CASES = [("gauss-dense-5x5", 1.0), ("gauss-dense-5x5", 2.0), ("gauss-dense-5x5", 4.0), ("gauss-dense-5x5", 6.0),
          ("student-t-dof5-5x5", 1.0), ("asinh-5x5", 1.0)]
@@ -93,10 +96,8 @@ def summarize(rows: list[dict], emit) -> None:
         sel = [r for r in rows if r["case"] == case and r["estimator"] == est]
         a = np.array([r["mibench"] for r in sel])
         b = np.array([r["reference"] for r in sel])
-        sd = lambda v: float(np.std(v, ddof=1)) if len(v) > 1 else float("nan")
-        diff = abs(np.nanmean(a) - np.nanmean(b))
-        spread = sd(a) + sd(b)
-        verdict = "agree" if diff <= spread else ("DISAGREE" if np.isfinite(spread) else "one seed")
+        sd = seed_sd
+        diff, _spread, verdict = agreement(a, b)
         extra = ""
         ref = gaussian_reference_bits(case)
         if est == "club" and ref is not None:
@@ -115,29 +116,9 @@ def summarize(rows: list[dict], emit) -> None:
              f"  (seeds {len(sel)}){extra}")
 
 
-def read_rows(path: Path) -> list[dict]:
-    """The rows of a table this script wrote."""
-    rows = []
-    for line in path.read_text().splitlines():
-        parts = line.split()
-        if len(parts) == 8 and not line.startswith(("#", "case")):
-            case, bits, seed, est, mine, secs, ref, ref_secs = parts
-            rows.append({"case": f"{case}@{bits}", "truth": float(bits), "seed": int(seed), "estimator": est,
-                         "mibench": float(mine), "seconds": float(secs), "reference": float(ref),
-                         "ref_seconds": float(ref_secs)})
-    return rows
-
-
 def summarize_file(path: Path) -> int:
-    """Parse the rows of a table this script wrote and append its summary (an earlier summary, whose
-    lines start with '# summary' or '#   ', is replaced)."""
-    text = [ln for ln in path.read_text().splitlines()
-            if not ln.startswith(("# summary", "#   ", "# Gaussian cases: club"))]
-    rows = read_rows(path)
-    lines = list(text)
-    summarize(rows, lambda s="": (print(s), lines.append(s)))
-    path.write_text("\n".join(lines) + "\n")
-    return 0
+    """Append the summary to a table from its rows, replacing an earlier summary."""
+    return comparison.summarize_file(path, summarize, drop=("# summary", "#   ", "# Gaussian cases: club"))
 
 
 def main() -> int:
@@ -172,17 +153,11 @@ def main() -> int:
     torch.set_num_threads(1)
     names = args.estimators.split(",")
     cases = CASES if args.cases is None else [(c.split("@")[0], float(c.split("@")[1])) for c in args.cases.split(",")]
-    lines: list[str] = []
-    out = Path(args.out)
+    emit = table_writer(Path(args.out), [])
     known = {(r["case"], r["seed"], r["estimator"]): (r["mibench"] * math.log(2), r["seconds"])
              for t in (args.mibench_from.split(",") if args.mibench_from else []) for r in read_rows(Path(t))}
     known_ref = {(r["case"], r["seed"], PAIRS[r["estimator"]]): (r["reference"] * math.log(2), r["ref_seconds"])
                  for t in (args.reference_from.split(",") if args.reference_from else []) for r in read_rows(Path(t))}
-
-    def emit(s: str = "") -> None:
-        print(s, flush=True)
-        lines.append(s)
-        out.write_text("\n".join(lines) + "\n")
 
     emit(f"# compare_generative: n = {args.n}, seeds {args.seeds}; torch {torch.__version__}, 1 thread per side; "
          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {os.getloadavg()[0]:.2f}")
