@@ -1,13 +1,13 @@
 #!/usr/bin/env python
-"""The 13 estimators of issue 32 against the analytic MI at several levels, short settings.
+"""The 14 estimators of issue 32 against the analytic MI at several levels, short settings.
 
 Cases (mibench.tasks.distributions.draw, n pairs, truth in closed form): gauss-dense-<d>x<d> at 1, 2, 4
 and 6 bits, student-t-dof5-<d>x<d> at 2 bits (the truth includes the dof correction) and asinh-<d>x<d>
 at 2 bits (a dense Gaussian with invertible asinh margins: same MI).  One dataset per (case, seed), the
 same for every estimator; estimator seed = data seed.
 
-Settings are those of tests/estimators/test_generative_family.py: n = 2,000; ba, gm-flow, club, l1out
-300 steps, the others 400 (eval_every 50, the rest of GenerativeTraining at its defaults); the critic
+Settings are those of tests/estimators/test_generative_family.py: n = 2,000; ba, gm-flow, club, l1out,
+hybrid-resampled 300 steps (each stage), the others 400 (eval_every 50, the rest of GenerativeTraining at its defaults); the critic
 bounds nishiyama and jsd-kl through mibench.estimate with its defaults.
 
 Writes one row per (case, seed, estimator) with the estimate in bits and seconds, then a summary per
@@ -37,7 +37,7 @@ from mibench.estimators.registry import ESTIMATORS
 from mibench.tasks.distributions import draw
 
 STEPS = {"ba": 300, "gm-flow": 300, "club": 300, "l1out": 300, "flo": 400, "mienf": 400, "mienf-tridiag": 400,
-         "minde-c": 400, "minde-j": 400, "fmmi-c": 400, "fmmi-j": 400}
+         "minde-c": 400, "minde-j": 400, "fmmi-c": 400, "fmmi-j": 400, "hybrid-resampled": 300}
 CRITIC = ("nishiyama", "jsd-kl")
 NAMES = list(CRITIC) + list(STEPS)
 LOWER = ("ba", "flo", "nishiyama", "jsd-kl")
@@ -95,7 +95,7 @@ def report(args, seeds, names, todo, out) -> None:
          f"--dim {args.dim}" + (f" --estimators {args.estimators}" if args.estimators != ",".join(NAMES) else "")
          + (f" --cases {args.cases}" if args.cases else ""))
     emit()
-    emit(f"{'case':<13}{'seed':>5}  {'estimator':<15}{'bits':>9}{'truth':>9}{'error':>9}{'seconds':>9}{'load1':>7}")
+    emit(f"{'case':<13}{'seed':>5}  {'estimator':<17}{'bits':>9}{'truth':>9}{'error':>9}{'seconds':>9}{'load1':>7}")
     res: dict = {}
     truths: dict = {}
     for label, task, bits in todo:
@@ -108,13 +108,13 @@ def report(args, seeds, names, todo, out) -> None:
                 v = run_one(name, x, y, seed)
                 dt = time.perf_counter() - t0
                 res.setdefault((name, label), []).append((v, dt))
-                emit(f"{label:<13}{seed:>5}  {name:<15}{v:>9.3f}{truth:>9.3f}{v - truth:>+9.3f}{dt:>9.1f}"
+                emit(f"{label:<13}{seed:>5}  {name:<17}{v:>9.3f}{truth:>9.3f}{v - truth:>+9.3f}{dt:>9.1f}"
                      f"{os.getloadavg()[0]:>7.2f}")
     emit()
     emit(f"# summary: mean +- sample sd over seeds {seeds}, bits; 'lower > truth' when mean - truth > sd "
          "(a lower bound above the truth beyond its spread); 'upper < truth' when club/l1out's mean is below")
     emit(f"# load average at the end {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
-    emit(f"{'estimator':<15}{'case':<13}{'mean':>8}{'sd':>8}{'truth':>8}{'error':>9}{'s/est':>8}  note")
+    emit(f"{'estimator':<17}{'case':<13}{'mean':>8}{'sd':>8}{'truth':>8}{'error':>9}{'s/est':>8}  note")
     for name in names:
         for label, _task, _bits in todo:
             vals = [v for v, _ in res[(name, label)]]
@@ -129,7 +129,7 @@ def report(args, seeds, names, todo, out) -> None:
                     note += " (Gaussian H(Y) only an upper bound here)"
             if name in UPPER and m < truth:
                 note = "upper < truth"
-            emit(f"{name:<15}{label:<13}{m:>8.3f}{sd:>8.3f}{truth:>8.3f}{m - truth:>+9.3f}{secs:>8.1f}  {note}")
+            emit(f"{name:<17}{label:<13}{m:>8.3f}{sd:>8.3f}{truth:>8.3f}{m - truth:>+9.3f}{secs:>8.1f}  {note}")
 
 
 if __name__ == "__main__":

@@ -192,6 +192,9 @@ ESTIMATORS.add("fmmi-c", "generative: FMMI (Butakov et al. 2025), flow matching 
                "(sample protocol)", _family_in("fmmi", "FMMI"))
 ESTIMATORS.add("fmmi-j", "generative: FMMI, flow matching from p(x)p(y) to p(x,y) on [x, y]; I = -int E[div v] dt "
                "(sample protocol)", ClassFactory("mibench.estimators.generative.fmmi:FMMI", (), None, (("joint", True),)))
+ESTIMATORS.add("hybrid-resampled", "generative + critic: DoE with zuko flows plus an NWJ critic on the residual "
+               "KL(p(x,y) || p(x)q(y|x)), its negatives drawn from the flow q(y|x) (Federici et al. 2023; torch-mist's "
+               "resampled hybrid) (sample protocol)", _family_in("hybrid", "ResampledHybrid"))
 ESTIMATORS.add("flo", "FLO lower bound 1 + E[-u - exp(-u + g(x,y') - g(x,y))] (Guo et al. 2022), joint critic g and "
                "u-network trained on the data, not capped by the batch size (sample protocol)",
                ClassFactory("mibench.estimators.flo:FLOEstimator"))

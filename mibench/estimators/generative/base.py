@@ -162,6 +162,15 @@ class DensityModelEstimator:
         """(I in nats, details) on the held-out pairs, with every model in its best state."""
         raise NotImplementedError
 
+    def second_stage(self, models: dict[str, nn.Module], data: tuple, device: torch.device,
+                     seed: int) -> tuple[dict[str, nn.Module], tuple]:
+        """(Models, their training data): models trained after ``models`` (in their best states,
+        then frozen) and added to them for the readout, on data built from ``data`` (x_train,
+        y_train, x_val, y_val) and in the same layout; none here (the resampled hybrid trains its
+        critic on negatives drawn from its trained conditional flow, stored beside each y).  Called
+        with torch's generator seeded from ``seed``."""
+        return {}, data
+
     def prepare(self, split: Split) -> Split:
         """A last per-variable invertible map of the standardised arrays before training (identity
         here; such a map leaves the MI unchanged)."""
@@ -273,6 +282,12 @@ class DensityModelEstimator:
                                 best[key] = (v, copy.deepcopy(model.state_dict()), step)
         return best
 
+    def _load_best(self, models: dict, best: dict) -> None:
+        for key, model in models.items():
+            if best[key][1] is None:
+                raise MibenchError(f"{self.name}: training diverged (no finite validation likelihood)")
+            model.load_state_dict(best[key][1])
+
     def _fit(self, split: Split, device: torch.device, seed: int) -> float:
         """Train every model on ``split`` (the best validation state of each kept) and return the
         readout on the test split in nats; details in ``self.last``."""
@@ -284,10 +299,19 @@ class DensityModelEstimator:
             models = {k: m.to(device) for k, m in self.models(xtr.shape[1], ytr.shape[1]).items()}
         self.n_parameters = sum(p.numel() for m in models.values() for p in m.parameters())
         best = self._train(models, (xtr, ytr, xva, yva), device, seed)
-        for key, model in models.items():
-            if best[key][1] is None:
-                raise MibenchError(f"{self.name}: training diverged (no finite validation likelihood)")
-            model.load_state_dict(best[key][1])
+        self._load_best(models, best)
+        data = (xtr, ytr, xva, yva)
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            torch.manual_seed(seed + 2)
+            later, later_data = self.second_stage(models, data, device, seed)
+            later = {k: m.to(device) for k, m in later.items()}
+        if later:
+            for model in models.values():
+                model.requires_grad_(False)
+            later_best = self._train(later, later_data, device, seed + 2)
+            self._load_best(later, later_best)
+            models, best = {**models, **later}, {**best, **later_best}
+            self.n_parameters += sum(p.numel() for m in later.values() for p in m.parameters())
         with torch.no_grad():
             value, details = self.readout(models, xte, yte)
         self.last = {**details, **{f"best_step_{k}": best[k][2] for k in models},

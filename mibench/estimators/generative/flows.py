@@ -136,6 +136,10 @@ class ZukoMAF(nn.Module):
     def log_prob(self, y: torch.Tensor, x: torch.Tensor | None = None) -> torch.Tensor:
         return self.flow(x).log_prob(y)
 
+    def sample(self, m: int, x: torch.Tensor) -> torch.Tensor:
+        """``m`` draws y ~ q(.|x_i) for each row of ``x``: shape (m, n, y_dim)."""
+        return self.flow(x).sample((m,))
+
 
 #: the flow families a density-model estimator can use (``flows=``)
 FLOW_FAMILIES = ("realnvp", "zuko-maf")

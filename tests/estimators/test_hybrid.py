@@ -1,0 +1,48 @@
+"""``hybrid-resampled``: DoE plus an NWJ critic on the residual KL(p(x,y) || p(x) q(y|x)), its negatives
+drawn from the conditional flow q (mibench/estimators/generative/hybrid.py).
+
+The case that shows the critic's part: y = s x + 0.1 n with a random sign s, so p(y|x) has two modes
+at +-x.  A one-dimensional MAF is affine in y given x, a unimodal q(y|x), so DoE's term misses most of
+the MI and the critic must find it.  Truth 1.676 nats (Monte Carlo over 2e6 pairs, +-0.001: p(y) is
+N(0, 1.01), p(y|x) the two-mode mixture).  Measured (n = 2,000, 300 steps, layers 1, data and estimator
+seeds 0-4; nats): total 1.488 +- 0.045, DoE's term 0.533 +- 0.035, the residual 0.954 +- 0.055.  Bands:
+mean +- 4 sd.
+"""
+import numpy as np
+import pytest
+
+from mibench.errors import MibenchError
+from mibench.estimators.generative.hybrid import ResampledHybrid
+from mibench.estimators.registry import ESTIMATORS, estimator_bound
+
+
+def two_mode_pairs(n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 1))
+    s = rng.choice([-1.0, 1.0], size=(n, 1))
+    return x, s * x + 0.1 * rng.standard_normal((n, 1))
+
+
+def test_the_critic_recovers_what_the_flow_cannot_represent():
+    x, y = two_mode_pairs(2000, 0)
+    est = ResampledHybrid(layers=1, steps=300, eval_every=50)
+    total = est.estimate(x, y, seed=0)
+    residual = est.last["residual_nwj"]
+    assert abs(residual - 0.954) <= 4 * 0.055, est.last
+    assert abs((total - residual) - 0.533) <= 4 * 0.035, est.last
+    assert abs(total - 1.488) <= 4 * 0.045, est.last
+    assert est.last["best_step_critic"] > 0
+
+
+def test_registered_as_an_estimate_and_deterministic_per_seed():
+    assert "hybrid-resampled" in ESTIMATORS
+    assert estimator_bound("hybrid-resampled") == "estimate"
+    x, y = two_mode_pairs(400, 1)
+    a = ResampledHybrid(steps=20, eval_every=10).estimate(x, y, seed=3)
+    b = ResampledHybrid(steps=20, eval_every=10).estimate(x, y, seed=3)
+    assert a == b and np.isfinite(a)
+
+
+def test_flows_without_sampling_are_refused_in_one_line():
+    with pytest.raises(MibenchError, match="zuko-maf"):
+        ResampledHybrid(flows="realnvp")
