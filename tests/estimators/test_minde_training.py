@@ -48,7 +48,7 @@ def test_minde_readout_integrates_over_t_accurately():
     [T_MIN, 1], for a denoiser difference of known size (a Gaussian-channel-like profile, a_t^2 s_t^2 /
     (0.05 a_t^2 + s_t^2) per coordinate).  The old rule (64 points evenly spaced in log s_t^2, trapezoid in
     t) read 7.8 % high here, and minde-c 4.20 instead of 3.67 bits at 4 (the paper's §3 integral;
-    benchmarks/results/minde_vs_authors.txt, 2026-11-26)."""
+    benchmarks/results/minde_vs_authors.txt, 2026-11-25)."""
 
     def profile(t):
         ib = minde._int_beta(t.double())

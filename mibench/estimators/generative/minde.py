@@ -39,7 +39,7 @@ held-out pairs with fresh noise.  The earlier rule -- the same 64 points evenly 
 trapezoid in t -- left one interval for t in [0.44, 1], where s_t^2 -> 1, and over-read the integral:
 measured on the trained minde-c models (gauss-dense-5x5, 4 bits, seeds 0-2) 4.20 +- 0.14 bits against
 3.67 +- 0.18 for 2,000 points or a Monte Carlo over t ~ beta / s^2 (3.68), which this rule gives with
-64 (benchmarks/results/minde_vs_authors.txt, 2026-11-26).  The data rules, split and early stopping
+64 (benchmarks/results/minde_vs_authors.txt, 2026-11-25).  The data rules, split and early stopping
 (on the validation pairs' denoising loss) are :mod:`.base`'s.
 """
 from __future__ import annotations
