@@ -7,7 +7,8 @@ stock settings), per seed, with seconds per estimate.
         [--out benchmarks/results/generative_vs_torch_mist.txt]
 
 Pairs (mibench name -> torch-mist name): doe-flow -> doe, ba -> ba (both with H(Y) the Gaussian entropy
-of y's covariance), gm-flow -> gm, club -> club, l1out -> l1out, flo -> flo.  ``--summarize FILE``
+of y's covariance), gm-flow -> gm, club -> club, l1out -> l1out, flo -> flo, hybrid-resampled -> hybrid
+(ResampledHybridMIEstimator: DoE + NWJ).  ``--summarize FILE``
 appends the summary to a table (from its rows; an earlier summary is replaced), e.g. one whose run was
 stopped before its end or whose rows were gathered from several runs.  ``--cases CASE@BITS,...``
 runs a subset; ``--matched`` runs torch-mist with run_torch_mist.py's matched settings (as close as its
@@ -40,7 +41,8 @@ sys.path.insert(0, str(REPO))
 import comparison  # noqa: E402  (a sibling module: benchmarks/peers/ is on sys.path when run as a script)
 from comparison import agreement, read_rows, seed_sd, table_writer  # noqa: E402
 
-PAIRS = {"doe-flow": "doe", "ba": "ba", "gm-flow": "gm", "club": "club", "l1out": "l1out", "flo": "flo"}
+PAIRS = {"doe-flow": "doe", "ba": "ba", "gm-flow": "gm", "club": "club", "l1out": "l1out", "flo": "flo",
+         "hybrid-resampled": "hybrid"}
 CASES = [("gauss-dense-5x5", 1.0), ("gauss-dense-5x5", 2.0), ("gauss-dense-5x5", 4.0), ("gauss-dense-5x5", 6.0),
          ("student-t-dof5-5x5", 1.0), ("asinh-5x5", 1.0)]
 
