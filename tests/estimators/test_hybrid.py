@@ -46,3 +46,33 @@ def test_registered_as_an_estimate_and_deterministic_per_seed():
 def test_flows_without_sampling_are_refused_in_one_line():
     with pytest.raises(MibenchError, match="zuko-maf"):
         ResampledHybrid(flows="realnvp")
+
+
+@pytest.mark.parametrize("options", [{"negatives": 0}, {"test_negatives": 0}, {"negatives": -3}, {"negatives": 2.5}])
+def test_bad_negative_counts_are_one_line_errors(options):
+    with pytest.raises(MibenchError, match="negatives"):
+        ResampledHybrid(**options)
+
+
+def test_an_estimate_leaves_the_global_generator_alone():
+    import torch
+
+    x, y = two_mode_pairs(400, 2)
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    a = ResampledHybrid(steps=20, eval_every=10).estimate(x, y, seed=4)
+    assert torch.equal(torch.get_rng_state(), state)
+    torch.manual_seed(999)                   # another global state: the same estimate
+    assert ResampledHybrid(steps=20, eval_every=10).estimate(x, y, seed=4) == a
+
+
+def test_drawing_in_blocks_keeps_each_row_with_its_own_draws(monkeypatch):
+    """Blocks of 7 rows: each pair's draws still come from q(.|its own x) (a row mix-up would put
+    draws for x_j beside y_i, and the two-mode residual would collapse)."""
+    from mibench.estimators.generative import hybrid
+
+    monkeypatch.setattr(hybrid, "BLOCK", 7)
+    x, y = two_mode_pairs(2000, 0)
+    est = ResampledHybrid(layers=1, steps=300, eval_every=50)
+    est.estimate(x, y, seed=0)
+    assert abs(est.last["residual_nwj"] - 0.954) <= 4 * 0.055, est.last

@@ -119,7 +119,8 @@ class DensityModelEstimator:
         ``test_fraction``, ``val_fraction``, ``eval_every``, ``device``), replacing that of ``training``.
 
     ``n_parameters``: parameters of the models for the last data shape estimated (0 before the first
-    call; :meth:`count_parameters` gives it for any shape).  ``last``: the readout's parts and the
+    call; :meth:`count_parameters` gives the first-stage models' count for any shape, without the
+    models a :meth:`second_stage` adds).  ``last``: the readout's parts and the
     training details of the last estimate.
     """
 
@@ -168,7 +169,7 @@ class DensityModelEstimator:
         then frozen) and added to them for the readout, on data built from ``data`` (x_train,
         y_train, x_val, y_val) and in the same layout; none here (the resampled hybrid trains its
         critic on negatives drawn from its trained conditional flow, stored beside each y).  Called
-        with torch's generator seeded from ``seed``."""
+        with torch's global generator seeded with ``seed + 2`` (inside a fork of its state)."""
         return {}, data
 
     def prepare(self, split: Split) -> Split:
@@ -285,7 +286,7 @@ class DensityModelEstimator:
     def _load_best(self, models: dict, best: dict) -> None:
         for key, model in models.items():
             if best[key][1] is None:
-                raise MibenchError(f"{self.name}: training diverged (no finite validation likelihood)")
+                raise MibenchError(f"{self.name}: training diverged (no finite validation loss)")
             model.load_state_dict(best[key][1])
 
     def _fit(self, split: Split, device: torch.device, seed: int) -> float:

@@ -35,11 +35,11 @@ behind the joint fit, so it stays off for minde-j).  The integral over t is a tr
 spaced evenly in phi(t) = log(exp(int_0^t beta) - 1) on [T_MIN, 1] (:func:`readout_nodes`): d phi = beta / s_t^2 dt,
 so the integral is 1/2 int E||eps_hat_p - eps_hat_q||^2 d phi, a smooth integrand in phi (the change of
 variables behind the paper's importance-sampled Monte Carlo over t), each point averaged over the
-held-out pairs with fresh noise.  The earlier rule -- the same 64 points evenly spaced in log s_t^2,
-trapezoid in t -- left one interval for t in [0.44, 1], where s_t^2 -> 1, and over-read the integral:
-measured on the trained minde-c models (gauss-dense-5x5, 4 bits, seeds 0-2) 4.20 +- 0.14 bits against
-3.67 +- 0.18 for 2,000 points or a Monte Carlo over t ~ beta / s^2 (3.68), which this rule gives with
-64 (benchmarks/results/minde_vs_authors.txt, 2026-11-25).  The data rules, split and early stopping
+held-out pairs with fresh noise.  The same 64 points evenly spaced in log s_t^2 with a trapezoid in t
+leave one interval for t in [0.44, 1], where s_t^2 -> 1, and over-read the integral: on trained minde-c
+models (gauss-dense-5x5, 4 bits, seeds 0-2) 4.20 +- 0.14 bits against 3.66 for 2,000 points in phi and
+3.68 for a Monte Carlo over t ~ beta / s^2, which this rule gives with 64
+(benchmarks/results/minde_vs_authors.txt).  The data rules, split and early stopping
 (on the validation pairs' denoising loss) are :mod:`.base`'s.
 """
 from __future__ import annotations
@@ -105,7 +105,7 @@ def training_times(n: int, generator=None, device=None, dtype=torch.float32) -> 
 
 class MINDE(DensityModelEstimator):
     """``minde-c`` / ``minde-j`` (module docstring).  ``joint`` picks the variant, ``readout_times`` the
-    quadrature points in t; other parameters as
+    number of quadrature points (evenly spaced in phi(t), module docstring); other parameters as
     :class:`~mibench.estimators.generative.base.DensityModelEstimator` (``hidden``: the denoiser's width)."""
 
     name = "minde-c"
