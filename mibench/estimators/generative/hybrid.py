@@ -26,6 +26,7 @@ needs the flow's inverse, so the flows are zuko's.
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import nn
@@ -69,9 +70,9 @@ class ResampledHybrid(DensityModelEstimator):
             raise MibenchError(f"{self.name} draws its negatives from its conditional flow and needs flows='zuko-maf' "
                                f"(the only family here that samples), got {self.flows!r}")
         for label, value in (("negatives", negatives), ("test_negatives", test_negatives)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
                 raise MibenchError(f"{self.name} {label} must be a whole number >= 1, got {value!r}")
-        self.negatives, self.test_negatives = negatives, test_negatives
+        self.negatives, self.test_negatives = int(negatives), int(test_negatives)
         self._proposal = None
 
     def models(self, dx, dy):
