@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 import comparison  # noqa: E402  (a sibling module: benchmarks/peers/ is on sys.path when run as a script)
-from comparison import agreement, read_rows, seed_sd, table_writer  # noqa: E402
+from comparison import add_row, agreement, read_rows, seed_sd, table_writer, timed_estimate  # noqa: E402
 
 PAIRS = {"minde-c": ("run_minde.py", "minde-c", "/work/peers/minde/bin/python"),
          "minde-j": ("run_minde.py", "minde-j", "/work/peers/minde/bin/python")}
@@ -134,20 +134,8 @@ def main() -> int:
                     for (runner, python), ref_names in runners.items():
                         ref.update(run_peer(runner, python, path, ref_names, args.peer_timeout))
                 for name in names:
-                    t0 = time.perf_counter()
-                    try:
-                        mine = ESTIMATORS.get(name).obj(**options).estimate(x, y, seed=seed)
-                    except Exception as e:  # noqa: BLE001  (a failure is a recorded row)
-                        print(f"{name}: {type(e).__name__}: {e}", file=sys.stderr)
-                        mine = math.nan
-                    secs = time.perf_counter() - t0
-                    r_nats, r_secs = ref[PAIRS[name][1]]
-                    row = {"case": f"{case}@{bits:g}", "truth": bits, "seed": seed, "estimator": name,
-                           "mibench": mine / math.log(2), "seconds": secs, "reference": r_nats / math.log(2),
-                           "ref_seconds": r_secs}
-                    rows.append(row)
-                    emit(f"{case:22s} {bits:4g} {seed:4d} {name:8s} {row['mibench']:8.3f} {secs:6.1f} "
-                         f"{row['reference']:8.3f} {r_secs:6.1f}")
+                    mine = timed_estimate(name, lambda: ESTIMATORS.get(name).obj(**options).estimate(x, y, seed=seed))
+                    add_row(rows, emit, case, bits, seed, name, mine, ref[PAIRS[name][1]], (22, 8, 8))
     summarize(rows, emit)
     emit(f"# load average at end {os.getloadavg()[0]:.2f}")
     return 0

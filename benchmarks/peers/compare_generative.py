@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 import comparison  # noqa: E402  (a sibling module: benchmarks/peers/ is on sys.path when run as a script)
-from comparison import agreement, read_rows, seed_sd, table_writer  # noqa: E402
+from comparison import add_row, agreement, read_rows, seed_sd, table_writer, timed_estimate  # noqa: E402
 
 PAIRS = {"doe-flow": "doe", "ba": "ba", "gm-flow": "gm", "club": "club", "l1out": "l1out", "flo": "flo",
          "hybrid-resampled": "hybrid"}
@@ -181,23 +181,9 @@ def main() -> int:
                 else:
                     ref = run_peer(args.peer, path, [PAIRS[n] for n in names], args.peer_timeout, args.matched)
                 for name in names:
-                    t0 = time.perf_counter()
-                    if (f"{case}@{bits:g}", seed, name) in known:
-                        mine, secs = known[(f"{case}@{bits:g}", seed, name)]
-                    else:
-                        try:
-                            mine = ESTIMATORS.get(name).obj().estimate(x, y, seed=seed)
-                        except Exception as e:  # noqa: BLE001  (a failure is a recorded row)
-                            print(f"{name}: {type(e).__name__}: {e}", file=sys.stderr)
-                            mine = math.nan
-                        secs = time.perf_counter() - t0
-                    r_nats, r_secs = ref[PAIRS[name]]
-                    row = {"case": f"{case}@{bits:g}", "truth": bits, "seed": seed, "estimator": name,
-                           "mibench": mine / math.log(2), "seconds": secs, "reference": r_nats / math.log(2),
-                           "ref_seconds": r_secs}
-                    rows.append(row)
-                    emit(f"{case:24s} {bits:4g} {seed:4d} {name:9s} {row['mibench']:8.3f} {secs:6.1f} "
-                         f"{row['reference']:10.3f} {r_secs:6.1f}")
+                    mine = known.get((f"{case}@{bits:g}", seed, name)) or timed_estimate(
+                        name, lambda: ESTIMATORS.get(name).obj().estimate(x, y, seed=seed))
+                    add_row(rows, emit, case, bits, seed, name, mine, ref[PAIRS[name]], (24, 9, 10))
     summarize(rows, emit)
     emit(f"# load average at end {os.getloadavg()[0]:.2f}")
     return 0

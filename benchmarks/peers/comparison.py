@@ -5,6 +5,9 @@ A row is ``case bits seed estimator mibench seconds reference seconds`` (bits; '
 """
 from __future__ import annotations
 
+import math
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +21,30 @@ def table_writer(out: Path, lines: list[str]):
         lines.append(s)
         out.write_text("\n".join(lines) + "\n")
     return emit
+
+
+def timed_estimate(name: str, estimate) -> tuple[float, float]:
+    """(nats, seconds) of ``estimate()``; a failure is a recorded NaN (its error on stderr), not a crash."""
+    t0 = time.perf_counter()
+    try:
+        nats = estimate()
+    except Exception as e:  # noqa: BLE001  (a failure is a recorded row)
+        print(f"{name}: {type(e).__name__}: {e}", file=sys.stderr)
+        nats = math.nan
+    return nats, time.perf_counter() - t0
+
+
+def add_row(rows: list[dict], emit, case: str, bits: float, seed: int, name: str, mine: tuple[float, float],
+            ref: tuple[float, float], widths: tuple[int, int, int]) -> None:
+    """Append one per-seed row (the two sides' (nats, seconds), written in bits) to ``rows`` and emit it
+    with the table's column ``widths`` (case, estimator, reference value)."""
+    (m_nats, secs), (r_nats, r_secs) = mine, ref
+    row = {"case": f"{case}@{bits:g}", "truth": bits, "seed": seed, "estimator": name, "mibench": m_nats / math.log(2),
+           "seconds": secs, "reference": r_nats / math.log(2), "ref_seconds": r_secs}
+    rows.append(row)
+    wc, wn, wr = widths
+    emit(f"{case:{wc}s} {bits:4g} {seed:4d} {name:{wn}s} {row['mibench']:8.3f} {secs:6.1f} "
+         f"{row['reference']:{wr}.3f} {r_secs:6.1f}")
 
 
 def read_rows(path: Path) -> list[dict]:
