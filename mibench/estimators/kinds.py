@@ -213,8 +213,9 @@ class ClassFactory:
     def bound_kind(self) -> str:
         return self.bound or getattr(self.cls(), "bound", None) or ESTIMATE
 
-    def __call__(self):
-        return self.cls()(*self.args, **dict(self.kwargs))
+    def __call__(self, **options):
+        """The estimator; ``options`` add to (or replace) the entry's keyword arguments."""
+        return self.cls()(*self.args, **{**dict(self.kwargs), **options})
 
 
 @dataclass(frozen=True)

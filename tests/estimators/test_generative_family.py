@@ -132,3 +132,12 @@ def test_count_parameters_after_an_estimate_of_another_shape():
         est = build(name, 5)
         est.estimate(np.hstack([x, x]), np.hstack([y, y]), seed=0)
         assert est.count_parameters(3, 1) > 0 and est.count_parameters(1, 1) > 0
+
+
+def test_a_registry_entry_takes_options_beside_its_own_keywords():
+    """ClassFactory(**options): the entry's keywords (minde-j's joint=True) stay, the options are added."""
+    est = ESTIMATORS.get("minde-j").obj(steps=20)
+    assert est.joint and est.training.steps == 20
+    assert ESTIMATORS.get("minde-j").obj().training.steps == 2000
+    with pytest.raises(TypeError):
+        ESTIMATORS.get("ba").obj(no_such_option=1)
