@@ -20,6 +20,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from mibench.critics.mlp import mlp
 from mibench.estimators.generative.base import DensityModelEstimator
 from mibench.estimators.kinds import BLACK_BOX, LOWER_BOUND
 
@@ -32,11 +33,7 @@ class _FLONets(nn.Module):
     def __init__(self, dx: int, dy: int, hidden: int):
         super().__init__()
 
-        def mlp():
-            return nn.Sequential(nn.Linear(dx + dy, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                                 nn.Linear(hidden, 1))
-
-        self.g, self.u = mlp(), mlp()
+        self.g, self.u = mlp(dx + dy, hidden, 1, layers=1), mlp(dx + dy, hidden, 1, layers=1)
 
     def terms(self, x: torch.Tensor, y: torch.Tensor, shifts: int, cap: float | None) -> torch.Tensor:
         """Per positive pair i: 1 - u_i - mean_s exp(-u_i + g(x_i, y_(i+s)) - g(x_i, y_i)), s = 1..shifts."""

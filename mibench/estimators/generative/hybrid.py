@@ -31,6 +31,7 @@ import numbers
 import torch
 from torch import nn
 
+from mibench.critics.mlp import mlp
 from mibench.errors import MibenchError
 from mibench.estimators.generative.base import DensityModelEstimator
 from mibench.estimators.kinds import ESTIMATE
@@ -45,8 +46,7 @@ BLOCK = 8192
 class _JointCritic(nn.Module):
     def __init__(self, dx: int, dy: int, hidden: int):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(dx + dy, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
-                                 nn.Linear(hidden, 1))
+        self.net = mlp(dx + dy, hidden, 1, layers=1)
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """f(x, y) for y of shape (n, dy) or (m, n, dy) (m draws per x)."""
