@@ -1,4 +1,4 @@
-"""The mibench-vs-reference tables of compare_generative.py and compare_diffusion_flows.py: writing
+"""The mibench-vs-reference tables of compare_generative.py and compare_authors.py: writing
 one as it runs, reading its per-seed rows back, and the agreement rule of their summaries.
 
 A row is ``case bits seed estimator mibench seconds reference seconds`` (bits; '#' lines are comments).
