@@ -41,7 +41,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 import comparison  # noqa: E402  (a sibling module: benchmarks/peers/ is on sys.path when run as a script)
-from comparison import add_row, agreement, read_rows, seed_sd, table_writer, timed_estimate  # noqa: E402
+from comparison import (  # noqa: E402
+    add_row, agreement, exceeds_truth, per_case, read_rows, seed_sd, table_writer, timed_estimate)
 
 PAIRS = {"minde-c": ("run_minde.py", "minde-c", "/work/peers/minde/bin/python"),
          "minde-j": ("run_minde.py", "minde-j", "/work/peers/minde/bin/python"),
@@ -76,18 +77,12 @@ LOWER_BOUNDS = ("nishiyama", "nwj")
 def summarize(rows: list[dict], emit) -> None:
     emit("# summary (bits): per case and estimator, mean +- sd over seeds; agree = |difference of means| <= sd_mibench + sd_ref; "
          "a lower bound's side is marked 'EXCEEDS truth' where its mean - truth > its sd")
-    keys = sorted({(r["case"], r["estimator"]) for r in rows})
-    for case, est in keys:
-        sel = [r for r in rows if r["case"] == case and r["estimator"] == est]
-        a = np.array([r["mibench"] for r in sel])
-        b = np.array([r["reference"] for r in sel])
+    for case, est, sel, a, b in per_case(rows):
         sd = seed_sd
         diff, _spread, verdict = agreement(a, b)
         extra = ""
         if est in LOWER_BOUNDS:
-            truth = sel[0]["truth"]
-            over = [side for side, v in (("mibench", a), ("authors", b))
-                    if np.nanmean(v) - truth > (sd(v) if np.isfinite(sd(v)) else 0.0)]
+            over = [side for side, v in (("mibench", a), ("authors", b)) if exceeds_truth(v, sel[0]["truth"])]
             extra = "  [lower bound: " + (", ".join(f"{side} EXCEEDS truth" for side in over) or "both <= truth") + "]"
         emit(f"#   {case:22s} {est:9s} truth {sel[0]['truth']:.2f}  mibench {np.nanmean(a):6.3f} +- {sd(a):.3f}  "
              f"authors {np.nanmean(b):6.3f} +- {sd(b):.3f}  |diff| {diff:.3f}  {verdict}  "

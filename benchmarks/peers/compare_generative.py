@@ -39,7 +39,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 import comparison  # noqa: E402  (a sibling module: benchmarks/peers/ is on sys.path when run as a script)
-from comparison import add_row, agreement, read_rows, seed_sd, table_writer, timed_estimate  # noqa: E402
+from comparison import (  # noqa: E402
+    add_row, agreement, exceeds_truth, per_case, read_rows, seed_sd, table_writer, timed_estimate)
 
 PAIRS = {"doe-flow": "doe", "ba": "ba", "gm-flow": "gm", "club": "club", "l1out": "l1out", "flo": "flo",
          "hybrid-resampled": "hybrid"}
@@ -93,11 +94,7 @@ def summarize(rows: list[dict], emit) -> None:
     emit("# Gaussian cases: club's population values with the true Gaussian conditional (club_true) and with the best "
          "diagonal-Gaussian conditional (club_diag, the family both sides' club use); lower bounds (ba, flo): "
          "'<= truth' when mean - truth <= the side's sd, else 'EXCEEDS truth'")
-    keys = sorted({(r["case"], r["estimator"]) for r in rows}, key=lambda k: (k[0], list(PAIRS).index(k[1])))
-    for case, est in keys:
-        sel = [r for r in rows if r["case"] == case and r["estimator"] == est]
-        a = np.array([r["mibench"] for r in sel])
-        b = np.array([r["reference"] for r in sel])
+    for case, est, sel, a, b in per_case(rows, key=lambda k: (k[0], list(PAIRS).index(k[1]))):
         sd = seed_sd
         diff, _spread, verdict = agreement(a, b)
         extra = ""
@@ -105,12 +102,9 @@ def summarize(rows: list[dict], emit) -> None:
         if est == "club" and ref is not None:
             extra = f"  [club_true {ref['club_true']:.2f}, club_diag {ref['club_diag']:.2f}]"
         if est in LOWER_BOUNDS and ref is not None:   # Gaussian: known truth, and BA's Gaussian H(Y) exact
-            truth = sel[0]["truth"]
-            checks = []
-            for side, v in (("mibench", a), ("torch-mist", b)):
-                if np.isfinite(np.nanmean(v)):
-                    ok = np.nanmean(v) - truth <= (sd(v) if np.isfinite(sd(v)) else 0.0)
-                    checks.append(f"{side} {'<= truth' if ok else 'EXCEEDS truth'}")
+            checks = [f"{side} {'EXCEEDS truth' if over else '<= truth'}"
+                      for side, v in (("mibench", a), ("torch-mist", b))
+                      if (over := exceeds_truth(v, sel[0]["truth"])) is not None]
             extra = "  [lower bound: " + ", ".join(checks) + "]"
         emit(f"#   {case:24s} {est:9s} truth {sel[0]['truth']:.2f}  mibench {np.nanmean(a):7.3f} +- {sd(a):.3f}  "
              f"torch-mist {np.nanmean(b):7.3f} +- {sd(b):.3f}  |diff| {diff:.3f}  {verdict}  "

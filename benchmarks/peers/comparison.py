@@ -74,6 +74,23 @@ def agreement(a, b) -> tuple[float, float, str]:
     return diff, spread, verdict
 
 
+def per_case(rows: list[dict], key=None):
+    """(case, estimator, rows, mibench values, reference values) for each (case, estimator) of the
+    rows, sorted by ``key`` on (case, estimator) (default: plain order)."""
+    for case, est in sorted({(r["case"], r["estimator"]) for r in rows}, key=key):
+        sel = [r for r in rows if r["case"] == case and r["estimator"] == est]
+        yield case, est, sel, np.array([r["mibench"] for r in sel]), np.array([r["reference"] for r in sel])
+
+
+def exceeds_truth(values, truth: float) -> bool | None:
+    """Whether a lower bound's seed mean exceeds the truth by more than its seed spread (None when
+    the mean is not finite: every seed failed)."""
+    mean, sd = np.nanmean(values), seed_sd(values)
+    if not np.isfinite(mean):
+        return None
+    return bool(mean - truth > (sd if np.isfinite(sd) else 0.0))
+
+
 def summarize_file(path: Path, summarize, drop: tuple[str, ...] = ()) -> int:
     """Append ``summarize(rows, emit)``'s summary to a table from its own rows, first removing the lines
     that start with any of ``drop`` (an earlier summary)."""
