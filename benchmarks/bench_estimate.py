@@ -53,9 +53,9 @@ class ArrayTask:
 
 def old_defaults(x, y, seed=0):
     """The pre-issue-13 estimate defaults, reproduced with the harness's training loop."""
+    from mibench.protocols.schedule import parse_schedule
     from mibench.protocols.stream.run import RunConfig
     from mibench.protocols.stream.training import build_models, train
-    from mibench.protocols.schedule import parse_schedule
 
     rng = np.random.default_rng(seed)
     perm = rng.permutation(x.shape[0])

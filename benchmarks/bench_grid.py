@@ -24,8 +24,8 @@ from pathlib import Path
 
 from common import header
 
-from mibench.sweep.presets import load_preset
 from mibench.sweep import run_sweep
+from mibench.sweep.presets import load_preset
 
 
 def main(argv=None) -> int:

@@ -11,11 +11,9 @@ from __future__ import annotations
 import argparse
 
 import torch
-
 from common import header, interleaved, joint_train_flops
 
-from mibench.critics import kernels
-from mibench.critics import make_critic
+from mibench.critics import kernels, make_critic
 from mibench.estimators import make_estimator
 
 

@@ -17,7 +17,6 @@ import math
 import time
 
 import numpy as np
-
 from common import header
 
 from mibench.errors import MibenchError

@@ -19,11 +19,9 @@ import subprocess
 import sys
 
 import torch
-
 from common import header, interleaved
 
-from mibench.critics import kernels
-from mibench.critics import make_critic
+from mibench.critics import kernels, make_critic
 from mibench.estimators import make_estimator
 
 

@@ -25,8 +25,7 @@ import numpy as np
 import torch
 from common import gemm_peak_gflops, header, interleaved, joint_train_flops
 
-from mibench.critics import kernels
-from mibench.critics import make_critic
+from mibench.critics import kernels, make_critic
 from mibench.estimators import PAPER_ESTIMATORS, make_estimator
 from mibench.protocols.stream import training as stream_training
 from mibench.protocols.stream.run import RunConfig, run

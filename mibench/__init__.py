@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from mibench._version import __version__
-from mibench.errors import MibenchError, DataNotFoundError
+from mibench.errors import DataNotFoundError, MibenchError
 from mibench.utils import moved as _moved
 
 _moved.install()      # the old import paths of moved modules, for one release (CHANGELOG.md)

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+
 def level_windows(true_mi: np.ndarray, burn_in: int = 0):
     """Yield (level, index array) for each constant segment of ``true_mi`` after burn-in."""
     true_mi = np.asarray(true_mi, dtype=float)

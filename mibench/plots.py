@@ -21,7 +21,6 @@ import numpy as np
 
 from mibench.records.io import atomic_path, float_or_nan
 
-
 #: fixed colours of the built-in estimators (the paper's eight keep matplotlib's tab10 order)
 ESTIMATOR_COLORS = {
     "nwj": "#1f77b4", "js": "#ff7f0e", "infonce": "#2ca02c", "dv": "#d62728", "mine": "#9467bd",

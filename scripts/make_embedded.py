@@ -77,9 +77,8 @@ def make_cifar(data_dir, n: int) -> dict:
 
 def make_imdb(data_dir, n_per_class: int, max_length: int) -> dict:
     from mibench.data import embeddings as E
-    from mibench.data.loaders import load_imdb
-
     from mibench.data.finetune import cached_checkpoint, missing_message, record
+    from mibench.data.loaders import load_imdb
 
     ckpt = cached_checkpoint()
     if ckpt is None:

@@ -115,7 +115,8 @@ def test_bad_arguments_are_one_line_errors_without_heavy_imports(argv, message):
 
 def test_light_cli_defaults_match_the_library():
     """The light parsers carry copies of defaults that live in torch/numpy modules: they must agree."""
-    from mibench.cli import encoders as encoders_cli, validate as validate_cli
+    from mibench.cli import encoders as encoders_cli
+    from mibench.cli import validate as validate_cli
     from mibench.disentanglement import validate as V
     from mibench.disentanglement.metrics import MI_METRICS
     from mibench.encoders import resnet
@@ -398,8 +399,8 @@ def test_pooling_is_part_of_the_cache_key(tmp_path):
 # ------------------------------------------------------------------------------------ devices
 
 def test_mps_refused_cleanly_where_unavailable(monkeypatch, capsys):
-    from mibench.utils import device as harness
     from mibench.cli import main
+    from mibench.utils import device as harness
 
     if harness._mps_available():    # pragma: no cover (an Apple-silicon machine)
         assert harness.resolve_device("mps").type == "mps"
@@ -505,9 +506,9 @@ def test_allocator_untouched_by_import_and_library_calls(tmp_path):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc mallopt")
 def test_sweep_workers_tune_the_allocator_the_driver_does_not(tmp_path):
-    from mibench.utils import allocator
     from mibench.records import read_config
     from mibench.sweep import SweepSpec, run_sweep
+    from mibench.utils import allocator
 
     before = allocator.allocator_setting()
     spec = SweepSpec.from_dict({"tasks": [{"task": "gaussian", "params": {"dim": 2}}], "estimators": "nwj",

@@ -65,8 +65,8 @@ def test_evaluate_without_a_checkout_uses_the_packaged_copy(no_checkout, capsys,
 
 
 def test_env_and_explicit_baselines_still_override(no_checkout, monkeypatch, tmp_path):
-    from mibench.errors import MibenchError
     import mibench
+    from mibench.errors import MibenchError
 
     monkeypatch.setenv("MIBENCH_SAMPLE_BASELINES", str(tmp_path / "mine"))
     assert baselines.baseline_dir() == tmp_path / "mine"

@@ -41,8 +41,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 import comparison  # noqa: E402  (a sibling module: benchmarks/peers/ is on sys.path when run as a script)
-from comparison import (  # noqa: E402
-    add_row, agreement, exceeds_truth, per_case, read_rows, seed_sd, table_writer, timed_estimate)
+from comparison import add_row, agreement, exceeds_truth, per_case, read_rows, seed_sd, table_writer, timed_estimate  # noqa: E402
 
 PAIRS = {"minde-c": ("run_minde.py", "minde-c", "/work/peers/minde/bin/python"),
          "minde-j": ("run_minde.py", "minde-j", "/work/peers/minde/bin/python"),

@@ -85,8 +85,8 @@ def evaluate(my_estimator, suite: str = "quick", *, name: str | None = None, bas
     DataFrame : the leaderboard (:mod:`mibench.analysis.leaderboard` columns) of the suite's setups with your
         estimator's rows.
     """
-    from mibench.estimators import ESTIMATORS
     from mibench.analysis.leaderboard import build
+    from mibench.estimators import ESTIMATORS
     from mibench.estimators.plugins import register_estimator
     from mibench.protocols.sample.config import SampleConfig
     from mibench.protocols.sample.run import prepare, run_sample

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mibench.errors import MibenchError, UnreadableInput
 from mibench.analysis.leaderboard import ROW_KEY, load
+from mibench.errors import MibenchError, UnreadableInput
 
 
 @dataclass

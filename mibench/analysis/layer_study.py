@@ -118,8 +118,8 @@ def layer_table(paths, probes: bool = True, n_probe: int = 2000, tail: float = 0
         df["resnet_source_accuracy"] = acc.get("source_accuracy")
         df["resnet_eval_decisions"] = acc.get("decisions")
     if probes and record is not None:
-        from mibench.tasks import make_task
         from mibench.encoders.resnet import load_or_train
+        from mibench.tasks import make_task
 
         params = {k: v for k, v in resnet_cfg["config"]["task_params"].items() if k not in ("transform", "layer")}
         task = make_task("vision", device="cpu", **params)

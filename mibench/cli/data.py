@@ -28,7 +28,12 @@ def register_cli(subparsers) -> None:
 def status(data_dir=None) -> dict:
     from mibench.data import embedded
     from mibench.data.sources import (
-        DATASETS, FORMATS, cache_dir, data_dir_origin, dataset_status, resolve_data_dir,
+        DATASETS,
+        FORMATS,
+        cache_dir,
+        data_dir_origin,
+        dataset_status,
+        resolve_data_dir,
     )
 
     root = resolve_data_dir(data_dir)
@@ -90,9 +95,9 @@ def cmd_data(args) -> int:
 
 def prepare(args) -> None:
     """Build the caches a run would otherwise build on first use."""
+    from mibench.data.embedded import choose_source
     from mibench.tasks.text import load_imdb_pool
     from mibench.tasks.vision import load_mnist_pool
-    from mibench.data.embedded import choose_source
 
     t0 = time.perf_counter()
     _, info = load_mnist_pool(args.data_dir)

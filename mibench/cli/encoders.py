@@ -40,7 +40,7 @@ def register_cli(sub) -> None:
                                      "embeddings) and cache the weights; the default text pool (--encoder "
                                      "minilm-imdb) embeds with them.  Needs the full IMDB data and the text extra; "
                                      "the defaults are the recipe of the shipped embeddings.")
-    from mibench.data.finetune_recipe import DEFAULT_CONFIG as recipe     # light: no torch, no transformers
+    from mibench.data.finetune_recipe import DEFAULT_CONFIG as recipe  # light: no torch, no transformers
 
     fp.add_argument("--data-dir", help="dataset directory (else $MIBENCH_DATA, else the user cache)")
     fp.add_argument("--n-per-class", type=int, default=None,
@@ -124,8 +124,8 @@ def _positive(args, *names) -> None:
 def cmd_train_resnet(args) -> int:
     _positive(args, "steps", "width")
     from mibench.encoders import resnet
-    from mibench.utils.device import resolve_device
     from mibench.tasks import make_task
+    from mibench.utils.device import resolve_device
 
     device = resolve_device(args.device)
     task = make_task("vision", device=device, **_vision_params(args))

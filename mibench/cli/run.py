@@ -4,7 +4,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-
 #: task flags forwarded to the task factory when the user sets them: name -> (type, help); the
 #: factory's signature decides what each task accepts
 TASK_FLAGS = {

@@ -98,10 +98,10 @@ def _grid_fields():
 
 def spec_from_args(args):
     """(SweepSpec, default directory name, preset label) from the parsed arguments."""
-    from mibench.utils.checks import parse_seeds
-    from mibench.sweep.presets import preset_dict
     from mibench.sweep import SweepSpec, load_spec
+    from mibench.sweep.presets import preset_dict
     from mibench.sweep.spec import shorthand_name
+    from mibench.utils.checks import parse_seeds
 
     over = {
         "tasks": axis_values(args.task), "estimators": args.estimator,
@@ -143,10 +143,10 @@ def spec_from_args(args):
 
 
 def cmd_sweep(args) -> int:
-    from mibench.errors import MibenchError, Terminated
     from mibench.analysis.leaderboard import command_line
-    from mibench.sweep.presets import describe_presets
+    from mibench.errors import MibenchError, Terminated
     from mibench.sweep import dump_spec_yaml, plan, run_sweep
+    from mibench.sweep.presets import describe_presets
 
     if args.list_presets:
         print("presets (mibench sweep --preset NAME [--quick | --full]):")

@@ -54,7 +54,7 @@ def register_cli(subparsers) -> None:
 def cmd_validate(args) -> int:
     lists = dict(backends=csv_list(args.backends, "backends"), metrics=csv_list(args.metrics, "metrics"),
                  attacks=csv_list(args.attacks, "attacks"), alphas=float_list(args.alphas, "alphas"))
-    from mibench.disentanglement import validate as V      # numpy, scipy, torch: only once the arguments parse
+    from mibench.disentanglement import validate as V  # numpy, scipy, torch: only once the arguments parse
 
     rows = V.run_validation(
         **lists,

@@ -43,8 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mibench.errors import MibenchError
 from mibench.data.sources import cache_dir, cached_md5, skip_md5
+from mibench.errors import MibenchError
 
 #: the default text encoder: all-MiniLM-L6-v2 fine-tuned on IMDB labels (:mod:`mibench.data.finetune`)
 DEFAULT_ENCODER = "minilm-imdb"

@@ -45,11 +45,28 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mibench.data.embeddings import (encoder_fingerprint, load_encoder, require_transformers, base_identity, cached_checkpoint,  # noqa: F401
-                         packaged_minilm_dir, pool_hidden_states, pooling_config)
-
-from mibench.data.finetune_recipe import (DEFAULT_CONFIG, EVAL_PER_CLASS, FINETUNE_COMMAND, FINETUNED_NAME,  # noqa: F401
-                              FinetuneConfig, sha256_json, checkpoint_dir, missing_message, record, recipe_key)
+from mibench.data.embeddings import (  # noqa: F401
+    base_identity,
+    cached_checkpoint,
+    encoder_fingerprint,
+    load_encoder,
+    packaged_minilm_dir,
+    pool_hidden_states,
+    pooling_config,
+    require_transformers,
+)
+from mibench.data.finetune_recipe import (  # noqa: F401
+    DEFAULT_CONFIG,
+    EVAL_PER_CLASS,
+    FINETUNE_COMMAND,
+    FINETUNED_NAME,
+    FinetuneConfig,
+    checkpoint_dir,
+    missing_message,
+    recipe_key,
+    record,
+    sha256_json,
+)
 
 
 class _Data(NamedTuple):

@@ -7,8 +7,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from mibench.errors import MibenchError
 from mibench.data.sources import encoders_dir
+from mibench.errors import MibenchError
 
 FINETUNE_VERSION = 1
 FINETUNED_NAME = "minilm-imdb"

@@ -5,15 +5,15 @@ All return numpy arrays; nothing here imports torchvision or PIL.
 from __future__ import annotations
 
 import gzip
-import zlib
 import pickle
+import zlib
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from mibench.errors import MibenchError, UnreadableInput
 from mibench.data.sources import CIFAR_DIR, DATASETS, IMDB_CSV, ensure_dataset, present_files
+from mibench.errors import MibenchError, UnreadableInput
 
 
 def _damaged(path, exc: BaseException):

@@ -39,7 +39,14 @@ from mibench.disentanglement.predictive import (
     sap,
     sufficiency,
 )
-from mibench.disentanglement.toy import analytic_table, attack_posterior, attack_samples, sample_toy, table1_closed_forms, toy_process
+from mibench.disentanglement.toy import (
+    analytic_table,
+    attack_posterior,
+    attack_samples,
+    sample_toy,
+    table1_closed_forms,
+    toy_process,
+)
 
 __all__ = [
     "MI_BACKENDS", "BackendUnsupported", "MIBackend", "get_backend", "neural_backend",

@@ -32,7 +32,14 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from mibench.utils.checks import as_2d, check_same_rows
+
+from mibench.disentanglement.posterior import (
+    GaussianPosterior,
+    linear_gaussian_mi,
+    log_density_matrix,
+    match_factor_columns,
+    tokui_eq8_discrete,
+)
 from mibench.errors import MibenchError
 from mibench.estimators.classical import (
     ClassicalUnsupported,
@@ -44,15 +51,8 @@ from mibench.estimators.classical import (
     plugin_mi,
     row_labels,
 )
+from mibench.utils.checks import as_2d, check_same_rows
 from mibench.utils.registry import Entry, Registry
-from mibench.disentanglement.posterior import (
-    GaussianPosterior,
-    linear_gaussian_mi,
-    log_density_matrix,
-    match_factor_columns,
-    tokui_eq8_discrete,
-)
-
 
 #: this MI back-end cannot estimate this case (e.g. histogram on a multi-dimensional z_S); the same
 #: error the classical kernels raise (e.g. Ross's KSG when every class has one sample)

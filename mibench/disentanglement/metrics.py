@@ -37,11 +37,11 @@ from typing import Callable
 
 import numpy as np
 
-from mibench.errors import MibenchError
 from mibench.disentanglement.backends import MIBackend, get_backend
-from mibench.utils.checks import as_2d, check_same_rows, resolve_discrete
-from mibench.estimators.classical import discrete_entropy
 from mibench.disentanglement.posterior import GaussianPosterior
+from mibench.errors import MibenchError
+from mibench.estimators.classical import discrete_entropy
+from mibench.utils.checks import as_2d, check_same_rows, resolve_discrete
 
 PARTS = ("pair", "rest", "full", "code_y", "code_x")
 

@@ -20,10 +20,10 @@ import math
 
 import numpy as np
 
-from mibench.errors import MibenchError
-from mibench.utils.checks import as_2d, check_positive_int
 from mibench.disentanglement.metrics import InfoTable
 from mibench.disentanglement.posterior import GaussianPosterior
+from mibench.errors import MibenchError
+from mibench.utils.checks import as_2d, check_positive_int
 
 ATTACKS = ("none", "redundancy", "synergy")
 

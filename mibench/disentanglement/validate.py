@@ -23,10 +23,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from mibench.errors import MibenchError
 from mibench.disentanglement.backends import BackendUnsupported, get_backend
 from mibench.disentanglement.metrics import MI_METRICS, InfoTable, get_mi_metric, normalisers, table_part
 from mibench.disentanglement.toy import ATTACKS, analytic_table, check_toy_args, sample_toy
+from mibench.errors import MibenchError
 
 DEFAULT_BACKENDS = ("histogram", "ksg", "gaussian", "posterior")
 DEFAULT_METRICS = ("mig", "unibound", "u_upper", "u_upper_unclipped", "r_lower", "r_upper",
@@ -186,7 +186,7 @@ def plot_attack(rows: list[Row], attack: str, path: str, *, sigma: float, K: int
     """Metric vs α: analytic curve and estimated points per back-end (cf. Tokui's figures)."""
     import matplotlib
 
-    from mibench.plots import figure       # a Figure on its own Agg canvas: the caller's backend is left alone
+    from mibench.plots import figure  # a Figure on its own Agg canvas: the caller's backend is left alone
 
     sel = [r for r in rows if r.attack == attack]
     if not sel:

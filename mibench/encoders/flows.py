@@ -18,8 +18,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from mibench.errors import MibenchError
 from mibench.encoders.base import ENCODERS, Encoder, fixed_init
+from mibench.errors import MibenchError
 
 DEFAULT_LAYERS = 4
 DEFAULT_HIDDEN = 256

@@ -37,9 +37,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mibench.errors import MibenchError
 from mibench.data.sources import encoders_dir
 from mibench.encoders.base import ENCODERS, Encoder
+from mibench.errors import MibenchError
 
 LAYERS = ("stem", "layer1", "layer2", "layer3", "layer4", "pool")
 DEFAULT_LAYER = "pool"

@@ -206,8 +206,8 @@ def _image_shapes(x, y):
 
 def _estimate(x, y, settings: EstimateSettings, t_start: float) -> EstimateResult:
     """Check the inputs, answer a constant input, and dispatch by the estimator's kind."""
-    from mibench.estimators.kinds import CRITIC, kind_of
     from mibench.estimation.dependence import constant_input
+    from mibench.estimators.kinds import CRITIC, kind_of
 
     xa, ya, entry = _checked_inputs(x, y, settings)
     obj = entry.obj()
@@ -230,9 +230,9 @@ def _estimate(x, y, settings: EstimateSettings, t_start: float) -> EstimateResul
 
 def _checked_inputs(x, y, settings: EstimateSettings):
     """(x, y) as 2-D float arrays (copies) and the estimator's registry entry; one-line errors."""
-    from mibench.utils.checks import as_2d, check_same_rows
-    from mibench.estimators import ESTIMATORS
     from mibench.estimation.preprocess import PREPROCESS
+    from mibench.estimators import ESTIMATORS
+    from mibench.utils.checks import as_2d, check_same_rows
 
     if settings.units not in UNITS:
         raise MibenchError(f"units must be 'bits' or 'nats', got {settings.units!r}")
@@ -264,7 +264,7 @@ def _critic_settings(n: int, dim_x: int, dim_y: int, settings: EstimateSettings)
         raise MibenchError("steps and eval_every must be >= 1 and patience >= 0")
     if not (s["noise"] >= 0 and math.isfinite(s["noise"])):
         raise MibenchError(f"noise must be a number >= 0, got {s['noise']}")
-    from mibench.utils.limits import estimate_sizes_fit     # hard caps and memory, before allocating
+    from mibench.utils.limits import estimate_sizes_fit  # hard caps and memory, before allocating
 
     estimate_sizes_fit(s, n, (dim_x, dim_y), settings.critic, settings.embed, settings.device)
     return SizedTraining(values=s, n_train=n_train, n_test=n_test)
@@ -305,11 +305,11 @@ def _critic_estimate(xa, ya, settings: EstimateSettings, sizes: SizedTraining, b
     """A critic-bound estimator: split, reduce where asked, train one critic per per-column map, report
     the best map's held-out readout."""
     from mibench.critics import takes_shapes
-    from mibench.utils.device import resolve_device
     from mibench.estimation.defaults import default_settings
     from mibench.estimation.dependence import deterministic_dependence
     from mibench.estimation.preprocess import standardise_columns
     from mibench.estimation.reduce import REDUCE_ABOVE_DIM, apply_reduction, fit_canonical_reduction
+    from mibench.utils.device import resolve_device
 
     est_name = base["estimator"]
     dev = resolve_device(settings.device)
@@ -403,12 +403,18 @@ def _train_critic(xa, ya, tr, te, est_name: str, s: dict, settings: EstimateSett
     import torch
 
     from mibench.critics import make_critic
-    from mibench.estimators import make_estimator
     from mibench.critics.kernels import make_adam
     from mibench.estimation.defaults import BLOCK
-    from mibench.estimation.gaussian_start import GAUSSIAN_LR_SCALE, GAUSSIAN_MAX_DIM, GAUSSIAN_PAIRS_PER_DIM, GaussianResidualCritic, fit_start
+    from mibench.estimation.gaussian_start import (
+        GAUSSIAN_LR_SCALE,
+        GAUSSIAN_MAX_DIM,
+        GAUSSIAN_PAIRS_PER_DIM,
+        GaussianResidualCritic,
+        fit_start,
+    )
     from mibench.estimation.readout import readout_pairs
     from mibench.estimation.training import HeldOutData, LoopSettings, train_held_out
+    from mibench.estimators import make_estimator
 
     n_train = len(tr)
     steps, batch = int(s["steps"]), int(s["batch_size"])

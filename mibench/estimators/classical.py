@@ -42,8 +42,8 @@ import numpy as np
 from scipy.spatial import cKDTree
 from scipy.special import digamma
 
-from mibench.utils.checks import as_2d, as_labels, check_same_rows
 from mibench.errors import MibenchError
+from mibench.utils.checks import as_2d, as_labels, check_same_rows
 
 
 class ClassicalUnsupported(MibenchError):

@@ -18,8 +18,14 @@ import math
 import torch
 from torch import nn
 
-from mibench.estimators.bounds import (FDIME_VARIANTS, RowForm, alpha_infonce_bound, fdime_estimate, fdime_from_diagonal,
-                                       fdime_objective)
+from mibench.estimators.bounds import (
+    FDIME_VARIANTS,
+    RowForm,
+    alpha_infonce_bound,
+    fdime_estimate,
+    fdime_from_diagonal,
+    fdime_objective,
+)
 from mibench.estimators.heads import Estimator
 
 

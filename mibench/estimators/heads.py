@@ -9,8 +9,16 @@ from functools import partial
 import torch
 from torch import nn
 
-from mibench.estimators.bounds import (RowForm, dv_bound, js_fgan_objective, logmeanexp_offdiag, mean_diag, row_form,
-                                       tuba_bound, tuba_rows)
+from mibench.estimators.bounds import (
+    RowForm,
+    dv_bound,
+    js_fgan_objective,
+    logmeanexp_offdiag,
+    mean_diag,
+    row_form,
+    tuba_bound,
+    tuba_rows,
+)
 
 
 class Estimator(nn.Module):

@@ -39,7 +39,6 @@ from __future__ import annotations
 import math
 
 import torch
-
 import torch.nn.functional as F
 
 from mibench.estimators.bounds import RowForm, js_fgan_objective

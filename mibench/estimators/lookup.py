@@ -9,8 +9,8 @@ import re
 from functools import lru_cache
 
 from mibench.errors import MibenchError
-from mibench.utils.registry import Entry, Registry
 from mibench.estimators.kinds import as_factory, factory_for
+from mibench.utils.registry import Entry, Registry
 
 ENTRY_POINT_GROUP = "mibench.estimators"
 

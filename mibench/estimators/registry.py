@@ -5,16 +5,23 @@ and the look-ups built on it (canonical names, kinds, the critics the streaming 
 from __future__ import annotations
 
 import math
-
-from mibench.errors import MibenchError
-from mibench.utils.registry import Entry
-from mibench.estimators.bounds import dv_bound, infonce_bound, js_estimate, js_paper_estimate, nwj_bound, smile_adaptive_bound, smile_bound
 from functools import partial
 
+from mibench.errors import MibenchError
+from mibench.estimators.bounds import (
+    dv_bound,
+    infonce_bound,
+    js_estimate,
+    js_paper_estimate,
+    nwj_bound,
+    smile_adaptive_bound,
+    smile_bound,
+)
 from mibench.estimators.heads import BoundEstimator, Estimator, JSTrainedEstimator, MINEEstimator, TUBAEstimator
-from mibench.estimators.kl_lower_bounds import jsd_kl_bound, nishiyama_bound
 from mibench.estimators.kinds import ESTIMATE, LOWER_BOUND, SAMPLE_KINDS, ClassFactory
+from mibench.estimators.kl_lower_bounds import jsd_kl_bound, nishiyama_bound
 from mibench.estimators.lookup import PluginRegistry
+from mibench.utils.registry import Entry
 
 ESTIMATORS: PluginRegistry = PluginRegistry("estimator")
 

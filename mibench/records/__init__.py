@@ -12,13 +12,13 @@ a run directory goes through it.
 """
 from mibench.records.collect import Collection, RunRecord, collect
 from mibench.records.formats import (
-    EstimatesLog,
     SAMPLE_ESTIMATE_COLUMNS,
     SAMPLE_OUTCOMES,
     SAMPLE_SUMMARY_EXTRA,
     STREAM_ESTIMATE_COLUMNS,
     SUMMARY_COLUMNS,
     SUMMARY_METRICS,
+    EstimatesLog,
     read_estimates,
     read_sample_estimates,
     read_summary,
@@ -26,8 +26,18 @@ from mibench.records.formats import (
     write_sample_estimates,
     write_summary,
 )
-from mibench.records.io import (atomic_path, file_digest, float_or_nan, read_csv_rows, read_json, slug, write_bytes,
-                                 write_json, write_rows, write_text)
+from mibench.records.io import (
+    atomic_path,
+    file_digest,
+    float_or_nan,
+    read_csv_rows,
+    read_json,
+    slug,
+    write_bytes,
+    write_json,
+    write_rows,
+    write_text,
+)
 from mibench.records.manifest import SweepManifest, read_manifest
 from mibench.records.run_dir import (
     CONFIG,

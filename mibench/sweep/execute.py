@@ -101,8 +101,8 @@ def execute_cell(config: dict, out_dir: str, threads: int | None = None, plot: b
     import torch
 
     from mibench.protocols import protocol_of
-    from mibench.records import read_config, write_json
     from mibench.protocols.workers import IN_WORKER, install_payload
+    from mibench.records import read_config, write_json
 
     install_payload(plugins)        # register_estimator objects of the driver process, re-played here
     if IN_WORKER["value"] or _in_dask_worker():      # a process of mibench's own, not the caller's

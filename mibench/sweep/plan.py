@@ -26,8 +26,8 @@ def plan(spec: SweepSpec, out_dir) -> Plan:
     the cell's, else one line: an edited spec would otherwise mix results), cells to resume (a
     run that was interrupted or killed: same config, status interrupted / stale), and cells to run
     (not started, or failed: redone from the start)."""
-    from mibench.records import config_diff, fingerprint, is_complete, read_config, run_status
     from mibench.errors import UnreadableInput
+    from mibench.records import config_diff, fingerprint, is_complete, read_config, run_status
 
     out_dir = Path(out_dir)
     cells = spec.cells()

@@ -161,12 +161,12 @@ class SweepSpec:
 
     def cells(self) -> list[Cell]:
         """Every cell of the grid, named (readable, deterministic, unique)."""
-        from mibench.utils.checks import check_task_params
         from mibench.estimators import resolve_estimators
         from mibench.protocols import choose_protocol
+        from mibench.protocols.schedule import parse_schedule
         from mibench.tasks import TASKS
         from mibench.tasks.base import check_fixed_level, mi_for_task
-        from mibench.protocols.schedule import parse_schedule
+        from mibench.utils.checks import check_task_params
 
         settings = [{k: t.get(k, self.scalars.get(k)) for k in SCALARS} for t in self.tasks]
         protocols = {choose_protocol(s).name for s in settings}

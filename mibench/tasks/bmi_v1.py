@@ -37,11 +37,11 @@ from typing import Callable
 import numpy as np
 import torch
 
-from mibench.utils.units import LN2
 from mibench.tasks.base import FIXED_LEVELS
 from mibench.tasks.catalogue import FixedMITask, add_to_catalogue, fixed_mi_bits_text
 from mibench.tasks.distributions import chi2_draw, gaussian_mi_from_cov, student_t_correction_nats
 from mibench.tasks.registry import TASKS
+from mibench.utils.units import LN2
 
 F64 = torch.float64
 BIMODAL_LO, BIMODAL_HI = -10.0, 10.0   # bracket of the bimodal inverse CDFs (as BMI's)

@@ -37,8 +37,8 @@ from __future__ import annotations
 import torch
 
 from mibench.errors import MibenchError
-from mibench.utils.units import LN2
 from mibench.tasks.base import FIXED_LEVELS, check_fixed_level
+from mibench.utils.units import LN2
 
 LEE_RHEE_TASKS = ("gaussian", "vision", "text", "mixed")
 

@@ -39,10 +39,10 @@ import numpy as np
 import torch
 
 from mibench.errors import MibenchError
+from mibench.tasks.base import check_mi_request, printed_tolerance
+from mibench.tasks.registry import TASKS
 from mibench.utils.registry import Entry
 from mibench.utils.units import LN2
-from mibench.tasks.registry import TASKS
-from mibench.tasks.base import check_mi_request, printed_tolerance
 
 MAX_DIM = 512
 MIX_SHIFT = 2.0          # component means at +-2 (unit variance): clearly bimodal margins

@@ -39,9 +39,9 @@ import numpy as np
 import torch
 
 from mibench.errors import MibenchError
-from mibench.utils.registry import Entry
-from mibench.tasks.registry import TASKS
 from mibench.tasks.pools import BSCSources, ClassPool, cached_filter, check_kept_pool, fit_linear_decoder, pool_info
+from mibench.tasks.registry import TASKS
+from mibench.utils.registry import Entry
 
 DEFAULT_MARGIN = 1.0
 

@@ -11,8 +11,8 @@ from functools import lru_cache
 import torch
 
 from mibench.errors import MibenchError
-from mibench.tasks.registry import TASKS
 from mibench.tasks.base import check_mi_request, gaussian_rho
+from mibench.tasks.registry import TASKS
 
 
 class GaussianTask:

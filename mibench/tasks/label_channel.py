@@ -33,11 +33,11 @@ import numpy as np
 import torch
 
 from mibench.errors import MibenchError
-from mibench.utils.units import LN2
 from mibench.tasks.base import check_mi_request, invert_monotone
 from mibench.tasks.catalogue import add_to_catalogue
 from mibench.tasks.pools import fit_linear_decoder
 from mibench.tasks.registry import TASKS
+from mibench.utils.units import LN2
 
 FILTER_VERSION = 1
 MIN_KEPT = 50

@@ -11,10 +11,19 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from mibench.tasks.registry import TASKS
 from mibench.tasks.pools import BSCSources
+from mibench.tasks.registry import TASKS
 from mibench.tasks.text import DEFAULT_MARGIN, load_imdb_pool
-from mibench.tasks.vision import DEFAULT_SIDE, RESIZE, Renderer, check_nuisance, check_side, load_backgrounds, load_mnist_pool, parse_layout
+from mibench.tasks.vision import (
+    DEFAULT_SIDE,
+    RESIZE,
+    Renderer,
+    check_nuisance,
+    check_side,
+    load_backgrounds,
+    load_mnist_pool,
+    parse_layout,
+)
 
 
 class MixedTask(BSCSources):

@@ -37,11 +37,11 @@ import numpy as np
 import torch
 
 from mibench.errors import MibenchError
-from mibench.utils.registry import Entry
-from mibench.utils.units import LN2
 from mibench.tasks.base import check_mi_request
 from mibench.tasks.catalogue import add_to_catalogue
 from mibench.tasks.registry import TASKS
+from mibench.utils.registry import Entry
+from mibench.utils.units import LN2
 
 F64 = torch.float64
 SIGMA = 0.2           # mutinfo's symmetric_gaussian_field default

@@ -36,8 +36,8 @@ import numpy as np
 import torch
 
 from mibench.errors import MibenchError
-from mibench.tasks.registry import TASKS
 from mibench.tasks.pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
+from mibench.tasks.registry import TASKS
 from mibench.tasks.vision import pairing_info, parse_layout
 
 DEFAULT_MARGIN = 1.0

@@ -37,13 +37,14 @@ from __future__ import annotations
 
 import math
 import re
+
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from mibench.errors import MibenchError
-from mibench.tasks.registry import TASKS
 from mibench.tasks.pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
+from mibench.tasks.registry import TASKS
 
 PATCH = 28
 DEFAULT_SIDE = 64   # paper §5.5 / the authors' default dr = 4096 at ds = 10

@@ -7,11 +7,11 @@ import sys
 
 import pandas as pd
 import pytest
+from fake_runs import write_fake_run
 
-from mibench.cli import main
 from mibench.analysis.gate import compare
 from mibench.analysis.leaderboard import COLUMNS, build, read_leaderboard, write_all
-from fake_runs import write_fake_run
+from mibench.cli import main
 from mibench.testing import assert_no_regression
 
 T_975_DF2 = 4.302652729911275   # Student t quantile, 97.5%, 2 degrees of freedom

@@ -4,11 +4,11 @@ import struct
 import numpy as np
 import pandas as pd
 import pytest
-
-from mibench.cli import main
-from mibench.analysis.leaderboard import collect_unique, per_seed_rows
-from mibench.plots import plot_metric_bars, plot_staircase, plot_sweep, sweep_axes
 from fake_runs import write_fake_run
+
+from mibench.analysis.leaderboard import collect_unique, per_seed_rows
+from mibench.cli import main
+from mibench.plots import plot_metric_bars, plot_staircase, plot_sweep, sweep_axes
 
 
 def png_size(path):

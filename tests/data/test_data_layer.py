@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 import torch
 
-from mibench.errors import DataNotFoundError, MibenchError
 from mibench.data import sources
 from mibench.data.sources import EMBEDDED, ensure_dataset, is_present, resolve_data_dir
+from mibench.errors import DataNotFoundError, MibenchError
 
 ENV_DATA = os.environ.get("MIBENCH_DATA")
 FULL = resolve_data_dir(ENV_DATA) if ENV_DATA else None

@@ -18,9 +18,9 @@ from mibench.disentanglement.backends import (
     neural_backend,
     plugin_mi,
 )
-from mibench.estimators.classical import discrete_entropy
 from mibench.disentanglement.posterior import GaussianPosterior, log_density_matrix
 from mibench.errors import MibenchError
+from mibench.estimators.classical import discrete_entropy
 
 
 def correlated_gaussians(n, rho, d, seed):

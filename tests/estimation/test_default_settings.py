@@ -72,8 +72,8 @@ def test_high_dimensional_estimate_reduces_and_is_seeded():
 
 def test_whole_matrix_readout_matches_a_direct_computation():
     from mibench.critics import make_critic
-    from mibench.estimators import make_estimator
     from mibench.estimation.training import full_matrix_value
+    from mibench.estimators import make_estimator
 
     torch.manual_seed(0)
     net, head = make_critic("joint", 3, 2, 16, 1), make_estimator("smile-inf")

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from mibench.critics.mlp import Critic, InnerCritic
-from mibench.estimators import make_estimator
 from mibench.estimation.readout import READOUT_MAX_PAIRS, WHOLE_MATRIX_MAX_PAIRS, full_matrix_value, readout_pairs
+from mibench.estimators import make_estimator
 
 HEADS = ["infonce", "dv", "nwj", "js", "js-paper", "mine", "smile-5", "smile-1", "smile-inf", "smile-adaptive",
          "tuba", "f-dime-kl", "f-dime-hd", "f-dime-gan", "alpha-infonce-0.5"]

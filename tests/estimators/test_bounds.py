@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from mibench.estimators import ESTIMATORS, bounds, make_estimator, resolve_estimators
 from mibench.errors import MibenchError
+from mibench.estimators import ESTIMATORS, bounds, make_estimator, resolve_estimators
 from mibench.tasks import gaussian_mi_bits
 
 K = 3000

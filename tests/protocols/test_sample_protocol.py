@@ -85,8 +85,8 @@ def test_critic_bound_estimators_run_through_mibench_estimate():
 def test_estimate_status_and_stderr_reach_csv_summary_and_leaderboard(tmp_path):
     """Issue 13: mibench.estimate's status / mi_stderr / clipped in sample_estimates.csv (bits),
     counted in summary.csv and the leaderboard; empty for a bare-float estimator."""
-    from mibench.estimation import STATUSES
     from mibench.analysis.leaderboard import build
+    from mibench.estimation import STATUSES
 
     out = tmp_path / "run"
     run_sample(SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=["infonce", "gaussian"], mi=1,
@@ -114,8 +114,8 @@ def test_estimate_status_and_stderr_reach_csv_summary_and_leaderboard(tmp_path):
 def test_sample_files_without_status_columns_still_load(tmp_path, seed_valued):
     """A run written before mi_status / mi_stderr / clipped existed (a ``flag`` column) still
     loads into the leaderboard and plots."""
-    from mibench.analysis.run_figures import plot_results
     from mibench.analysis.leaderboard import build
+    from mibench.analysis.run_figures import plot_results
     from mibench.records import read_sample_estimates
 
     out = tmp_path / "old"

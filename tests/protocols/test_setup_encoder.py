@@ -5,9 +5,10 @@ from __future__ import annotations
 import csv
 import json
 
+from fake_runs import write_fake_run
+
 from mibench.cli import main
 from mibench.protocols.setup import setup_params
-from fake_runs import write_fake_run
 
 ROWS = [{"estimator": "smile-5", "true_mi": 2.0, "bias": b, "variance": 0.01, "mse": b * b + 0.01} for b in (-0.2,)]
 

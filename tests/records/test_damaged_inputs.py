@@ -9,9 +9,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fake_runs import write_fake_run
 
 from mibench.cli import main
-from fake_runs import write_fake_run
 
 ROWS = [{"estimator": e, "true_mi": lv, "bias": b, "variance": 0.01, "mse": b * b + 0.01}
         for e, b in (("nwj", -0.5), ("smile-5", -0.1)) for lv in (2.0, 4.0)]

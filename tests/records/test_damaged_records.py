@@ -10,8 +10,8 @@ import shutil
 import subprocess
 
 import pytest
-
 from fake_runs import write_fake_run
+
 from mibench.cli import main
 from mibench.errors import EXIT_BAD_INPUT, UnreadableInput
 

@@ -16,9 +16,9 @@ import pytest
 
 import mibench
 from mibench import records
-from mibench.records import io as records_io
 from mibench.cli import main
 from mibench.protocols.stream.run import RunConfig, run
+from mibench.records import io as records_io
 
 SMALL = dict(task="gaussian", task_params={"dim": 2}, hidden=8, layers=1, batch_size=16, device="cpu")
 REPO = Path(__file__).resolve().parents[2]

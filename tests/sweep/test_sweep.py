@@ -13,11 +13,11 @@ import mibench.protocols.stream.run as stream_run
 import mibench.protocols.stream.training as stream_training
 from mibench.cli import main
 from mibench.errors import MibenchError
-from mibench.sweep.presets import PRESETS, load_preset
-from mibench.records import is_complete, read_config
 from mibench.estimators import resolve_estimators
+from mibench.records import is_complete, read_config
 from mibench.sweep import SweepSpec, load_spec, run_sweep
 from mibench.sweep.execute import lock_path
+from mibench.sweep.presets import PRESETS, load_preset
 
 TINY = {"tasks": [{"task": "gaussian", "params": {"dim": 2}}], "estimators": ["smile-5", "infonce"],
         "seeds": [0, 1], "steps": 30, "hidden": 8, "layers": 0, "batch_size": 16, "mi": "1,2", "device": "cpu"}

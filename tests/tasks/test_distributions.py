@@ -11,8 +11,7 @@ from scipy.special import ndtri
 
 from mibench.errors import MibenchError
 from mibench.tasks import TASKS, make_task
-from mibench.tasks.distributions import (SUITE, _mix_mi_mc, draw, gaussian_mi_from_cov,
-                                         student_t_correction_nats)
+from mibench.tasks.distributions import SUITE, _mix_mi_mc, draw, gaussian_mi_from_cov, student_t_correction_nats
 from mibench.utils.units import LN2
 
 

@@ -173,10 +173,10 @@ def test_js_paper_at_the_optimal_critic(gaussian_pair):
 
 
 def test_js_paper_listed():
-    from mibench.cli import main
-
     import contextlib
     import io
+
+    from mibench.cli import main
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):

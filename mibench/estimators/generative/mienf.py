@@ -36,8 +36,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from mibench.estimators.generative.base import DensityModelEstimator, Split
 from mibench.errors import MibenchError
+from mibench.estimators.generative.base import DensityModelEstimator, Split
 from mibench.estimators.generative.flows import LOG_2PI, ConditionalFlow
 
 

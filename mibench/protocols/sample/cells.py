@@ -7,7 +7,7 @@ import itertools
 
 from mibench.errors import MibenchError
 from mibench.protocols.base import ProtocolCells
-from mibench.utils.checks import listify
+from mibench.protocols.sample.config import SampleConfig
 from mibench.protocols.setup import (
     check_axis_value,
     fmt_value,
@@ -15,7 +15,7 @@ from mibench.protocols.setup import (
     param_tokens,
     split_groups,
 )
-from mibench.protocols.sample.config import SampleConfig
+from mibench.utils.checks import listify
 
 #: settings of critic-bound estimators a sample sweep may set (mibench.estimate's arguments)
 ESTIMATE_AXES = [("hidden", "hidden"), ("layers", "layers"), ("embed", "embed"), ("batch_size", "batch_size"),

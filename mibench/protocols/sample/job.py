@@ -14,7 +14,6 @@ from mibench.records.io import float_or_nan
 from mibench.utils.units import LN2
 
 
-
 def estimate_once(name: str, x: np.ndarray, y: np.ndarray, seed: int, critic: str, device: str,
                   estimate_kwargs: dict | None = None) -> dict:
     """Run estimator ``name`` on one dataset in this process; never raises (errors are recorded)."""

@@ -11,8 +11,8 @@ import numpy as np
 from mibench.errors import MibenchError
 from mibench.protocols.base import RunProtocol
 from mibench.protocols.sample.cells import SampleCells
-from mibench.protocols.sample.records import SampleRecords
 from mibench.protocols.sample.config import DEFAULT_TIMEOUT, SampleConfig
+from mibench.protocols.sample.records import SampleRecords
 
 
 class SampleProtocol(SampleRecords, SampleCells, RunProtocol):

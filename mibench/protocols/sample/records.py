@@ -9,8 +9,8 @@ import numpy as np
 from mibench.errors import MibenchError
 from mibench.protocols.base import ProtocolRecords
 from mibench.protocols.setup import (
-    fmt_bound,
     dims_text,
+    fmt_bound,
     fmt_num,
     fmt_pm,
     fmt_value,

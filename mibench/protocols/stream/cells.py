@@ -6,7 +6,6 @@ import itertools
 
 from mibench.errors import MibenchError
 from mibench.protocols.base import ProtocolCells
-from mibench.utils.checks import listify
 from mibench.protocols.setup import (
     check_axis_value,
     mi_token,
@@ -14,6 +13,7 @@ from mibench.protocols.setup import (
     split_groups,
 )
 from mibench.protocols.stream.config import AXES, StreamConfig
+from mibench.utils.checks import listify
 
 
 class StreamCells(ProtocolCells):

@@ -14,10 +14,10 @@ import time
 
 from mibench.errors import MibenchError
 from mibench.protocols.base import RunProtocol
-from mibench.protocols.stream.cells import StreamCells
-from mibench.protocols.stream.records import StreamRecords
 from mibench.protocols.params import values_from_args
+from mibench.protocols.stream.cells import StreamCells
 from mibench.protocols.stream.config import StreamConfig
+from mibench.protocols.stream.records import StreamRecords
 
 
 class StreamProtocol(StreamRecords, StreamCells, RunProtocol):

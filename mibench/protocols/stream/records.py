@@ -8,17 +8,16 @@ import numpy as np
 
 from mibench.errors import MibenchError
 from mibench.protocols.base import ProtocolRecords
-from mibench.records.formats import SUMMARY_METRICS
 from mibench.protocols.setup import (
-    fmt_bound,
     dims_text,
+    fmt_bound,
     fmt_num,
     fmt_pm,
     fmt_value,
     schedule_label,
     setup_params,
 )
-
+from mibench.records.formats import SUMMARY_METRICS
 
 
 class StreamRecords(ProtocolRecords):

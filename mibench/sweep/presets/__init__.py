@@ -168,5 +168,9 @@ def _cell_size(cell) -> str:
     return f"{c['steps']} steps" if "steps" in c else f"n = {c['n']}, {len(c['seeds'])} seeds"
 
 
-from mibench.sweep.presets.catalogues import PRESETS as _CATALOGUE_PRESETS; PRESETS.update(_CATALOGUE_PRESETS)  # noqa: E402,E702
-from mibench.sweep.presets.encoders import PRESETS as _ENCODER_PRESETS; PRESETS.update(_ENCODER_PRESETS)  # noqa: E402,E702  §5.7
+# the catalogue and encoder presets (§5.7) live in their own modules, which import this one's helpers
+from mibench.sweep.presets.catalogues import PRESETS as _CATALOGUE_PRESETS  # noqa: E402, I001
+from mibench.sweep.presets.encoders import PRESETS as _ENCODER_PRESETS  # noqa: E402
+
+PRESETS.update(_CATALOGUE_PRESETS)
+PRESETS.update(_ENCODER_PRESETS)
