@@ -7,7 +7,7 @@ MIN_STEPS = 500
 
 def default_settings(n_train: int, dim_x: int, dim_y: int, reduced_dims: tuple[int, int] | None = None) -> dict:
     """The data-sized defaults (documented rule; docs/estimators.md), d = dim_x + dim_y, or, for inputs
-    reduced to their canonical directions (:mod:`mibench.estimation.reduce`, where d > 256), d = the
+    reduced to their canonical directions (:mod:`mibench.estimators.reduce`, where d > 256), d = the
     reduced dimensions' sum:
 
     * critic width ``hidden`` = 32 for d <= 4, else 64; ``layers`` = 1 (input layer + 1 hidden

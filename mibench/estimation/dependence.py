@@ -130,7 +130,7 @@ def _smooth_function(xc: np.ndarray, yc: np.ndarray) -> bool:
 
 def _monotone_relation(raw_x: np.ndarray, raw_y: np.ndarray, cx: np.ndarray, cy: np.ndarray) -> str | None:
     """Test 1 of the module docstring on the continuous columns ``raw_x`` (indices ``cx``), ``raw_y``."""
-    from mibench.estimation.preprocess import normal_scores
+    from mibench.estimators.preprocess import normal_scores
 
     xs, ys = raw_x.copy(), raw_y.copy()
     every = np.arange(len(xs))

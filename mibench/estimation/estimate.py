@@ -20,7 +20,7 @@ collapse; how, all of it seeded by ``seed``:
    ``"zscore"`` or ``"none"`` train one critic.
 2. Where d = dim_x + dim_y > 256 (images, sentence embeddings, deep features; ``reduce=None``
    decides by that rule), each side is projected onto its leading canonical directions, fitted on
-   the training part only (:mod:`mibench.estimation.reduce`: PCA to <= 512 components a side, ridge
+   the training part only (:mod:`mibench.estimators.reduce`: PCA to <= 512 components a side, ridge
    CCA, the directions whose canonical correlation clears a permutation null), and the critic
    sees those canonical variates (z-scored), not the raw coordinates.  A fixed projection can
    only lose information (data processing), so this never invents dependence.
@@ -308,7 +308,7 @@ def _critic_estimate(xa, ya, settings: EstimateSettings, sizes: SizedTraining, b
     from mibench.estimation.defaults import default_settings
     from mibench.estimation.dependence import deterministic_dependence
     from mibench.estimation.preprocess import standardise_columns
-    from mibench.estimation.reduce import REDUCE_ABOVE_DIM, apply_reduction, fit_canonical_reduction
+    from mibench.estimators.reduce import REDUCE_ABOVE_DIM, apply_reduction, fit_canonical_reduction
     from mibench.utils.device import resolve_device
 
     est_name = base["estimator"]

@@ -43,6 +43,7 @@ from scipy.spatial import cKDTree
 from scipy.special import digamma
 
 from mibench.errors import MibenchError
+from mibench.estimators.preprocess import zscore
 from mibench.utils.checks import as_2d, as_labels, check_same_rows
 
 
@@ -61,12 +62,6 @@ def discrete_entropy(col: np.ndarray) -> float:
     _, counts = np.unique(col, return_counts=True)
     p = counts / counts.sum()
     return float(-(p * np.log(p)).sum())
-
-
-def standardise(a: np.ndarray) -> np.ndarray:
-    sd = a.std(axis=0)
-    sd[sd == 0] = 1.0
-    return (a - a.mean(axis=0)) / sd
 
 
 def row_labels(y: np.ndarray) -> np.ndarray:
@@ -100,7 +95,7 @@ def plugin_mi(a: np.ndarray, b: np.ndarray) -> float:
 
 def _jitter(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Standardise and add 1e-10 noise to break ties (Kraskov et al. 2004, §II)."""
-    return standardise(a) + 1e-10 * rng.standard_normal(a.shape)
+    return zscore(a)[0] + 1e-10 * rng.standard_normal(a.shape)
 
 
 #: joint dimension (dx + dz) above which :func:`ksg_mi_continuous` switches from max-norm k-d trees

@@ -12,17 +12,20 @@ Here g and u are two joint MLPs of [x, y] (ReLU, ``hidden`` wide, two hidden lay
 by Adam on the training split with ``negatives`` cyclic shifts of the minibatch as the y' (each shift
 of i.i.d. pairs is a derangement, so y' is independent of (x, y)); the best state on the validation
 split is kept; the bound is read on the held-out pairs with ``test_negatives`` shifts.  The data
-rules, split and training loop are those of the generative estimators
-(:mod:`mibench.estimators.generative.base`); FLO runs under the sample protocol.
+rules, split and training loop are those of every trained sample estimator
+(:mod:`mibench.estimators.trained`; no jitter: FLO models no density); FLO runs under the sample protocol.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import nn
 
 from mibench.critics.mlp import mlp
-from mibench.estimators.generative.base import DensityModelEstimator
 from mibench.estimators.kinds import BLACK_BOX, LOWER_BOUND
+from mibench.estimators.trained import HeldOutEstimator, TrainedSettings
 
 #: exponents above this are clamped while training (never in the readout): a fresh u can be far below
 #: the log partition function, and e^{40} already gives a gradient that resets it
@@ -47,26 +50,37 @@ class _FLONets(nn.Module):
         return 1.0 - u - torch.exp(expo).mean(1)
 
 
-class FLOEstimator(DensityModelEstimator):
-    """``flo`` (module docstring); ``negatives`` / ``test_negatives``: shifts per positive in training
-    and in the readout; other parameters as :class:`~mibench.estimators.generative.base.DensityModelEstimator`."""
+@dataclass(frozen=True)
+class FLOSettings(TrainedSettings):
+    """``hidden``: width of the g and u networks; ``negatives`` / ``test_negatives``: shifts per positive
+    in training and in the readout; no jitter by default (FLO models no density)."""
+
+    hidden: int = 128
+    negatives: int = 8
+    test_negatives: int = 32
+    jitter: float = 0.0
+
+    RANGES: ClassVar[dict] = {**TrainedSettings.RANGES, "hidden": (1, float("inf"), True, False),
+                              "negatives": (1, float("inf"), True, False),
+                              "test_negatives": (1, float("inf"), True, False)}
+
+
+class FLOEstimator(HeldOutEstimator):
+    """``flo`` (module docstring); settings: :class:`FLOSettings`."""
 
     kind = BLACK_BOX
     name = "flo"
     bound = LOWER_BOUND
-
-    def __init__(self, *args, negatives: int = 8, test_negatives: int = 32, jitter: float = 0.0, **kwargs):
-        super().__init__(*args, jitter=jitter, **kwargs)
-        self.negatives, self.test_negatives = int(negatives), int(test_negatives)
+    Settings: ClassVar[type] = FLOSettings
 
     def models(self, dx, dy):
-        return {"flo": _FLONets(dx, dy, self.hidden)}
+        return {"flo": _FLONets(dx, dy, self.settings.hidden)}
 
-    def nll(self, key, model, x, y):
+    def loss(self, key, model, x, y):
         # minimised by the training loop and the early stopping: the negative bound per pair
         cap = TRAIN_EXP_CAP if torch.is_grad_enabled() else None
-        return -model.terms(x, y, min(self.negatives, x.shape[0] - 1), cap)
+        return -model.terms(x, y, min(self.settings.negatives, x.shape[0] - 1), cap)
 
     def readout(self, models, x, y):
-        terms = models["flo"].terms(x, y, min(self.test_negatives, x.shape[0] - 1), None).double()
+        terms = models["flo"].terms(x, y, min(self.settings.test_negatives, x.shape[0] - 1), None).double()
         return float(terms.mean()), {"stderr": float(terms.std() / terms.numel() ** 0.5)}

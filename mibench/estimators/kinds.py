@@ -192,8 +192,14 @@ class ClassFactory:
     #: lower bound / upper bound / estimate for this entry (None: the class's ``bound`` attribute,
     #: else "estimate"); an entry decides because one class may report several readouts
     bound: str | None = None
-    #: keyword arguments of ``target`` as (name, value) pairs
-    kwargs: tuple = ()
+    #: the entry's settings of ``target`` by name (a dict; kept as (name, value) pairs so the factory
+    #: stays hashable); a value that is itself a :class:`ClassFactory` is built first (composition:
+    #: the hybrid's generative part)
+    options: tuple | dict = ()
+
+    def __post_init__(self):
+        if isinstance(self.options, dict):
+            object.__setattr__(self, "options", tuple(self.options.items()))
 
     def cls(self) -> type:
         if isinstance(self.target, str):
@@ -214,8 +220,9 @@ class ClassFactory:
         return self.bound or getattr(self.cls(), "bound", None) or ESTIMATE
 
     def __call__(self, **options):
-        """The estimator; ``options`` add to (or replace) the entry's keyword arguments."""
-        return self.cls()(*self.args, **{**dict(self.kwargs), **options})
+        """The estimator; ``options`` add to (or replace) the entry's settings."""
+        merged = {**dict(self.options), **options}
+        return self.cls()(*self.args, **{k: v() if isinstance(v, ClassFactory) else v for k, v in merged.items()})
 
 
 @dataclass(frozen=True)

@@ -174,8 +174,8 @@ def _family(cls_name: str) -> ClassFactory:
     return ClassFactory(f"mibench.estimators.generative.family:{cls_name}")
 
 
-def _family_in(module: str, cls_name: str) -> ClassFactory:
-    return ClassFactory(f"mibench.estimators.generative.{module}:{cls_name}")
+def _family_in(module: str, cls_name: str, **options) -> ClassFactory:
+    return ClassFactory(f"mibench.estimators.generative.{module}:{cls_name}", options=options)
 
 
 ESTIMATORS.add("ba", "generative: Barber-Agakov lower bound H(Y) + E[log q(y|x)], q a conditional flow, H(Y) the Gaussian "
@@ -188,20 +188,22 @@ ESTIMATORS.add("club", "generative: CLUB upper bound E_p[log q(y|x)] - E_p(x)p(y
                _family("CLUBGaussian"))
 ESTIMATORS.add("mienf", "generative: MIENF (Butakov et al. 2024), flows f_X, f_Y to a learned Gaussian base, the base's "
                "closed-form MI (sample protocol)", _family_in("mienf", "MIENF"))
-ESTIMATORS.add("mienf-tridiag", "generative: MIENF with the tridiagonal base (correlations rho_i between paired latents only), "
-               "I = -1/2 sum log(1 - rho_i^2) (sample protocol)", ClassFactory("mibench.estimators.generative.mienf:MIENF",
-                                                                            (), None, (("tridiagonal", True),)))
+ESTIMATORS.add("mienf-tridiag", "generative: MIENF with the tridiagonal base (correlations rho_i between paired "
+               "latents only), I = -1/2 sum log(1 - rho_i^2) (sample protocol)",
+               _family_in("mienf", "MIENF", tridiagonal=True))
 ESTIMATORS.add("minde-c", "generative: MINDE (Franzese et al. 2024), score-based diffusion of y with and without x; I from "
                "the integrated difference of the two denoisers (sample protocol)", _family_in("minde", "MINDE"))
-ESTIMATORS.add("minde-j", "generative: MINDE joint variant, one denoiser of [x, y] jointly and of each part alone (sample "
-               "protocol)", ClassFactory("mibench.estimators.generative.minde:MINDE", (), None, (("joint", True),)))
+ESTIMATORS.add("minde-j", "generative: MINDE joint variant, one denoiser of [x, y] jointly and of each part alone "
+               "(sample protocol)", _family_in("minde", "MINDE", joint=True, ema=0.0))
 ESTIMATORS.add("fmmi-c", "generative: FMMI (Butakov et al. 2025), flow matching from p(y) to p(y|x); I = -int E[div v] dt "
                "(sample protocol)", _family_in("fmmi", "FMMI"))
 ESTIMATORS.add("fmmi-j", "generative: FMMI, flow matching from p(x)p(y) to p(x,y) on [x, y]; I = -int E[div v] dt "
-               "(sample protocol)", ClassFactory("mibench.estimators.generative.fmmi:FMMI", (), None, (("joint", True),)))
+               "(sample protocol)", _family_in("fmmi", "FMMI", joint=True))
 ESTIMATORS.add("hybrid-resampled", "generative + critic: DoE with zuko flows plus an NWJ critic on the residual "
-               "KL(p(x,y) || p(x)q(y|x)), its negatives drawn from the flow q(y|x) (Federici et al. 2023; torch-mist's "
-               "resampled hybrid) (sample protocol)", _family_in("hybrid", "ResampledHybrid"))
+               "KL(p(x,y) || p(x)q(y|x)), its negatives drawn from the flow q(y|x) (Federici et al. 2023; "
+               "torch-mist's resampled hybrid) (sample protocol)",
+               ClassFactory("mibench.estimators.hybrid:ResampledHybrid",
+                            options={"generative": _family_in("doe", "DoEFlow", flows="zuko-maf")}))
 ESTIMATORS.add("flo", "FLO lower bound 1 + E[-u - exp(-u + g(x,y') - g(x,y))] (Guo et al. 2022), joint critic g and "
                "u-network trained on the data, not capped by the batch size (sample protocol)",
                ClassFactory("mibench.estimators.flo:FLOEstimator"))

@@ -26,6 +26,8 @@ MOVED = {
     "mibench.encoders.presets": "mibench.sweep.presets.encoders",
     "mibench.encoders.study": "mibench.analysis.layer_study",
     "mibench.encoders_cli": "mibench.cli.encoders",
+    "mibench.estimation.reduce": "mibench.estimators.reduce",
+    "mibench.estimators.generative.hybrid": "mibench.estimators.hybrid",
     "mibench.estimators.protocols": "mibench.estimators.kinds",
     "mibench.evaluation": "mibench.analysis.evaluate",
     "mibench.figures": "mibench.analysis.run_figures",

@@ -17,7 +17,7 @@ import torch
 
 import mibench
 from mibench.estimation.defaults import default_settings
-from mibench.estimation.reduce import REDUCE_ABOVE_DIM, apply_reduction, fit_canonical_reduction
+from mibench.estimators.reduce import REDUCE_ABOVE_DIM, apply_reduction, fit_canonical_reduction
 
 
 def _shared_bits(n, dim, k, seed, flip=0.1):

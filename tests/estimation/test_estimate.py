@@ -160,7 +160,7 @@ def test_default_settings_rule():
 
 
 def test_normal_scores_map_is_strictly_increasing_and_fitted_on_training_rows_only():
-    from mibench.estimation.preprocess import normal_scores as _normal_scores
+    from mibench.estimators.preprocess import normal_scores as _normal_scores
 
     rng = np.random.default_rng(0)
     a = np.concatenate([rng.standard_t(2, (200, 2)), [[-1e6, 1e6], [1e6, -1e6]]])   # held-out extremes

@@ -18,7 +18,7 @@ from mibench.tasks.distributions import draw
                                          (L1OutFlow, "zuko-maf"), (DoEFlow, "realnvp"), (MIENF, "realnvp")])
 def test_default_family_per_estimator(cls, family):
     est = cls()
-    assert est.flows == family
+    assert est.parameters().flows == family
     expected = ZukoMAF if family == "zuko-maf" else ConditionalFlow
     assert isinstance(est.flow(3, 2), expected)
 
@@ -48,7 +48,7 @@ def test_zuko_maf_is_a_normalised_density_in_one_dimension(context):
 
 def test_one_unconditional_variable_starts_at_the_standard_normal():
     """Without a context a 1-d MAF is free affine maps; they start at the identity (zuko draws them at
-    random: log q would be far from the N(0, 1) the gaussianised marginals already follow)."""
+    random: log q would be far from the N(0, 1) the normal-scored marginals already follow)."""
     torch.manual_seed(0)
     y = torch.randn(100, 1)
     with torch.no_grad():
@@ -59,11 +59,10 @@ def test_one_unconditional_variable_starts_at_the_standard_normal():
 def test_gm_flow_on_one_dimensional_pairs_with_short_training():
     """1 x 1 pairs at 1 bit: with zuko's random start the y marginal's entropy was still 6 nats after
     300 steps and gm-flow read 7.8 bits."""
-    from dataclasses import replace
 
     x, y, _ = draw("gauss-dense-1x1", 2000, mi_bits=1.0, seed=0)
     est = GMFlow()
-    est.training = replace(est.training, steps=300, eval_every=50)
+    est = est.with_settings(steps=300, eval_every=50)
     bits = est.estimate(np.asarray(x), np.asarray(y), seed=0) / math.log(2)
     assert abs(bits - 1.0) < 0.3, bits
     assert abs(est.last["h_y"] - 0.5 * math.log(2 * math.pi * math.e)) < 0.1

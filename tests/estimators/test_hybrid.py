@@ -1,5 +1,5 @@
 """``hybrid-resampled``: DoE plus an NWJ critic on the residual KL(p(x,y) || p(x) q(y|x)), its negatives
-drawn from the conditional flow q (mibench/estimators/generative/hybrid.py).
+drawn from the conditional flow q of its generative part (mibench/estimators/hybrid.py).
 
 The case that shows the critic's part: y = s x + 0.1 n with a random sign s, so p(y|x) has two modes
 at +-x.  A one-dimensional MAF is affine in y given x, a unimodal q(y|x), so DoE's term misses most of
@@ -12,8 +12,14 @@ import numpy as np
 import pytest
 
 from mibench.errors import MibenchError
-from mibench.estimators.generative.hybrid import ResampledHybrid
+from mibench.estimators.generative.doe import DoEFlow
+from mibench.estimators.hybrid import ResampledHybrid
 from mibench.estimators.registry import ESTIMATORS, estimator_bound
+
+
+def hybrid(layers: int = 4, flows: str = "zuko-maf", **options) -> ResampledHybrid:
+    """The registry's composition (DoE on zuko flows + the critic) with the flows' depth set."""
+    return ResampledHybrid(DoEFlow(flows=flows, layers=layers), **options)
 
 
 def two_mode_pairs(n: int, seed: int):
@@ -25,7 +31,7 @@ def two_mode_pairs(n: int, seed: int):
 
 def test_the_critic_recovers_what_the_flow_cannot_represent():
     x, y = two_mode_pairs(2000, 0)
-    est = ResampledHybrid(layers=1, steps=300, eval_every=50)
+    est = hybrid(layers=1, steps=300, eval_every=50)
     total = est.estimate(x, y, seed=0)
     residual = est.last["residual_nwj"]
     assert abs(residual - 0.954) <= 4 * 0.055, est.last
@@ -38,20 +44,20 @@ def test_registered_as_an_estimate_and_deterministic_per_seed():
     assert "hybrid-resampled" in ESTIMATORS
     assert estimator_bound("hybrid-resampled") == "estimate"
     x, y = two_mode_pairs(400, 1)
-    a = ResampledHybrid(steps=20, eval_every=10).estimate(x, y, seed=3)
-    b = ResampledHybrid(steps=20, eval_every=10).estimate(x, y, seed=3)
+    a = hybrid(steps=20, eval_every=10).estimate(x, y, seed=3)
+    b = hybrid(steps=20, eval_every=10).estimate(x, y, seed=3)
     assert a == b and np.isfinite(a)
 
 
 def test_flows_without_sampling_are_refused_in_one_line():
     with pytest.raises(MibenchError, match="zuko-maf"):
-        ResampledHybrid(flows="realnvp")
+        hybrid(flows="realnvp")
 
 
 @pytest.mark.parametrize("options", [{"negatives": 0}, {"test_negatives": 0}, {"negatives": -3}, {"negatives": 2.5}])
 def test_bad_negative_counts_are_one_line_errors(options):
     with pytest.raises(MibenchError, match="negatives"):
-        ResampledHybrid(**options)
+        hybrid(**options)
 
 
 def test_an_estimate_leaves_the_global_generator_alone():
@@ -60,19 +66,19 @@ def test_an_estimate_leaves_the_global_generator_alone():
     x, y = two_mode_pairs(400, 2)
     torch.manual_seed(123)
     state = torch.get_rng_state()
-    a = ResampledHybrid(steps=20, eval_every=10).estimate(x, y, seed=4)
+    a = hybrid(steps=20, eval_every=10).estimate(x, y, seed=4)
     assert torch.equal(torch.get_rng_state(), state)
     torch.manual_seed(999)                   # another global state: the same estimate
-    assert ResampledHybrid(steps=20, eval_every=10).estimate(x, y, seed=4) == a
+    assert hybrid(steps=20, eval_every=10).estimate(x, y, seed=4) == a
 
 
 def test_drawing_in_blocks_keeps_each_row_with_its_own_draws(monkeypatch):
     """Blocks of 7 rows: each pair's draws still come from q(.|its own x) (a row mix-up would put
     draws for x_j beside y_i, and the two-mode residual would collapse)."""
-    from mibench.estimators.generative import hybrid
+    from mibench.estimators import hybrid as module
 
-    monkeypatch.setattr(hybrid, "BLOCK", 7)
+    monkeypatch.setattr(module, "BLOCK", 7)
     x, y = two_mode_pairs(2000, 0)
-    est = ResampledHybrid(layers=1, steps=300, eval_every=50)
+    est = hybrid(layers=1, steps=300, eval_every=50)
     est.estimate(x, y, seed=0)
     assert abs(est.last["residual_nwj"] - 0.954) <= 4 * 0.055, est.last

@@ -4,10 +4,9 @@ held-out cross-entropy of a trained density model,
 
     I_DoE = E_test[log q(y|x)] - E_test[log q(y)],
 
-with q(y) and q(y|x) two normalising flows (:mod:`.flows`) trained by maximum likelihood on a
-training split (:mod:`.base`: data rules, split, early stopping).  The two cross-entropies are upper
-bounds on H(Y) and H(Y|X), so I_DoE is *not* a bound: its error is the difference of the two models'
-excess entropies.
+with q(y) and q(y|x) two normalising flows (:mod:`.flows`) trained by maximum likelihood.  The two
+cross-entropies are upper bounds on H(Y) and H(Y|X), so I_DoE is *not* a bound: its error is the
+difference of the two models' excess entropies.
 """
 from __future__ import annotations
 
@@ -15,15 +14,15 @@ from mibench.estimators.generative.base import DensityModelEstimator
 
 
 class DoEFlow(DensityModelEstimator):
-    """Difference-of-entropies estimator with two normalising flows (module docstring; parameters
-    as :class:`~mibench.estimators.generative.base.DensityModelEstimator`)."""
+    """Difference-of-entropies estimator with two normalising flows (module docstring; settings:
+    :class:`~.base.FlowSettings`).  Its conditional flow is ``models["conditional"]``."""
 
     name = "doe-flow"
 
     def models(self, dx, dy):
         return {"marginal": self.flow(dy), "conditional": self.flow(dy, dx)}
 
-    def nll(self, key, model, x, y):
+    def loss(self, key, model, x, y):
         return -model.log_prob(y, x if key == "conditional" else None)
 
     def readout(self, models, x, y):

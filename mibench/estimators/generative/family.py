@@ -1,11 +1,11 @@
 """The generative family every peer toolkit has (torch-mist: BA, DoE, GM, L1Out, CLUB), on the flows
-of :mod:`.flows` and the data rules, split and training of :mod:`.base`.  All in nats, all read on
+of :mod:`.flows` and the data rules, split and training of :mod:`mibench.estimators.trained`.  All in nats, all read on
 the held-out test split.
 
 * ``ba`` -- Barber & Agakov ("The IM algorithm", NeurIPS 2003), the lower bound
   I(X;Y) >= H(Y) + E_p[log q(y|x)] for any conditional density q (Poole et al. 2019, eq. 2).  The
   bound needs the true H(Y); here H(Y) is the entropy of the Gaussian with Y's covariance (after the
-  per-coordinate normal scores of :mod:`.base`), which is exact when Y is jointly Gaussian after those
+  per-coordinate normal scores of the data rules), which is exact when Y is jointly Gaussian after those
   per-coordinate maps (every Gaussian task, and any 1-d Y up to the jitter) and an upper bound on H(Y)
   otherwise (the Gaussian has the largest entropy for a covariance) -- then BA may exceed the truth.
 * ``gm-flow`` -- generative MI from three densities, I = H(X) + H(Y) - H(X, Y), each the held-out
@@ -26,10 +26,12 @@ the held-out test split.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
-from mibench.estimators.generative.base import DensityModelEstimator
+from mibench.estimators.generative.base import DensityModelEstimator, FlowSettings
 from mibench.estimators.generative.flows import ConditionalGaussian
 from mibench.estimators.kinds import LOWER_BOUND, UPPER_BOUND
 
@@ -42,15 +44,40 @@ def gaussian_entropy(y: torch.Tensor) -> float:
     return 0.5 * (y.shape[1] * LOG_2PI_E + float(torch.linalg.slogdet(cov)[1]))
 
 
+@dataclass(frozen=True)
+class ZukoFlowSettings(FlowSettings):
+    """:class:`~.base.FlowSettings` with zuko's masked autoregressive flows (:mod:`.flows`' docstring)."""
+
+    flows: str = "zuko-maf"
+
+
+@dataclass(frozen=True)
+class CLUBSettings(ZukoFlowSettings):
+    """``shifts``: cyclic shifts of the test pairs that stand in for the product of marginals."""
+
+    shifts: int = 16
+
+    RANGES: ClassVar[dict] = {**ZukoFlowSettings.RANGES, "shifts": (1, float("inf"), True, False)}
+
+
+@dataclass(frozen=True)
+class L1OutSettings(ZukoFlowSettings):
+    """``block``: test pairs per leave-one-out block (K)."""
+
+    block: int = 256
+
+    RANGES: ClassVar[dict] = {**ZukoFlowSettings.RANGES, "block": (2, float("inf"), True, False)}
+
+
 class _ConditionalModel(DensityModelEstimator):
     """One conditional flow q(y | x), trained by maximum likelihood."""
 
-    default_flows = "zuko-maf"     # flows.py's module docstring
+    Settings: ClassVar[type] = ZukoFlowSettings
 
     def models(self, dx, dy):
         return {"conditional": self.flow(dy, dx)}
 
-    def nll(self, key, model, x, y):
+    def loss(self, key, model, x, y):
         return -model.log_prob(y, x)
 
 
@@ -79,17 +106,17 @@ class GMFlow(DensityModelEstimator):
 
     name = "gm-flow"
     models_x = True
-    default_flows = "zuko-maf"     # flows.py's module docstring
+    Settings: ClassVar[type] = ZukoFlowSettings
 
     def models(self, dx, dy):
         return {"x": self.flow(dx), "y": self.flow(dy), "joint": self.flow(dx + dy)}
 
-    def nll(self, key, model, x, y):
+    def loss(self, key, model, x, y):
         data = {"x": x, "y": y}.get(key)
         return -model.log_prob(torch.cat([x, y], dim=1) if data is None else data)
 
     def readout(self, models, x, y):
-        h = {key: float(self.nll(key, m, x, y).double().mean()) for key, m in models.items()}
+        h = {key: float(self.loss(key, m, x, y).double().mean()) for key, m in models.items()}
         return h["x"] + h["y"] - h["joint"], {f"h_{k}": v for k, v in h.items()}
 
 
@@ -98,19 +125,16 @@ class CLUBGaussian(_ConditionalModel):
 
     name = "club"
     bound = UPPER_BOUND
+    Settings: ClassVar[type] = CLUBSettings
 
     def models(self, dx, dy):
-        return {"conditional": ConditionalGaussian(dy, dx, self.hidden)}
-
-    def __init__(self, *args, shifts: int = 16, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.shifts = int(shifts)
+        return {"conditional": ConditionalGaussian(dy, dx, self.settings.hidden)}
 
     def readout(self, models, x, y):
         flow = models["conditional"]
         joint = float(flow.log_prob(y, x).double().mean())
         n = x.shape[0]
-        shifts = range(1, min(self.shifts, n - 1) + 1)
+        shifts = range(1, min(self.settings.shifts, n - 1) + 1)
         marginal = sum(float(flow.log_prob(torch.roll(y, -s, 0), x).double().mean()) for s in shifts) / len(shifts)
         return joint - marginal, {"joint_log_q": joint, "marginal_log_q": marginal, "shifts": len(shifts)}
 
@@ -120,15 +144,12 @@ class L1OutFlow(_ConditionalModel):
 
     name = "l1out"
     bound = UPPER_BOUND
-
-    def __init__(self, *args, block: int = 256, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.block = int(block)
+    Settings: ClassVar[type] = L1OutSettings
 
     def readout(self, models, x, y):
         flow = models["conditional"]
         n = x.shape[0]
-        k = max(2, min(self.block, n))
+        k = max(2, min(self.settings.block, n))
         total, count = 0.0, 0
         for start in range(0, n - k + 1, k):           # whole blocks; the < K leftover pairs are dropped
             logq = pair_log_prob(flow, x[start:start + k], y[start:start + k]).double()   # [i, j] = log q(y_j|x_i)

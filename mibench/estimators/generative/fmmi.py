@@ -20,36 +20,21 @@ divergence -- no ODE is solved.  Two variants:
 
 The divergence is exact (one backward pass per coordinate) up to ``EXACT_DIV_MAX_DIM`` coordinates and
 Hutchinson's estimator (Rademacher probes) above.  The data rules, split and early stopping (on the
-flow-matching loss of the validation pairs) are those of :mod:`.base`; the estimate averages the
+flow-matching loss of the validation pairs) are those of :mod:`mibench.estimators.trained`; the estimate averages the
 divergence over ``readout_passes`` draws of t and partners for each held-out pair.
 """
 from __future__ import annotations
 
-import torch
-from torch import nn
+from dataclasses import dataclass
+from typing import ClassVar
 
-from mibench.estimators.generative.base import DensityModelEstimator
+import torch
+
+from mibench.estimators.generative.base import DensityModelEstimator, FlowSettings
+from mibench.estimators.generative.nets import TimeMLP
 
 EXACT_DIV_MAX_DIM = 32
 HUTCHINSON_PROBES = 4
-
-
-class TimeMLP(nn.Module):
-    """f(z, t[, context]) -> R^out: an MLP of the input, the context and sin/cos features of t."""
-
-    def __init__(self, in_dim: int, context_dim: int, out_dim: int, hidden: int, depth: int = 3):
-        super().__init__()
-        self.register_buffer("freqs", torch.tensor([1.0, 2.0, 4.0, 8.0]) * torch.pi)
-        layers, width = [], in_dim + context_dim + 1 + 8
-        for _ in range(depth):
-            layers += [nn.Linear(width, hidden), nn.SiLU()]
-            width = hidden
-        self.net = nn.Sequential(*layers, nn.Linear(width, out_dim))
-
-    def forward(self, z: torch.Tensor, t: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
-        tf = t.unsqueeze(1) * self.freqs
-        parts = [z, t.unsqueeze(1), torch.sin(tf), torch.cos(tf)] + ([context] if context is not None else [])
-        return self.net(torch.cat(parts, dim=1))
 
 
 def divergence(fn, z: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -72,26 +57,37 @@ def divergence(fn, z: torch.Tensor, generator: torch.Generator | None = None) ->
         return (total / HUTCHINSON_PROBES).detach()
 
 
+@dataclass(frozen=True)
+class FMMISettings(FlowSettings):
+    """``joint`` picks the variant; ``readout_passes``: draws of (t, partners) per held-out pair in the
+    estimate; ``hidden``: the velocity MLP's width."""
+
+    hidden: int = 256
+    joint: bool = False
+    readout_passes: int = 8
+
+    RANGES: ClassVar[dict] = {**FlowSettings.RANGES, "readout_passes": (1, float("inf"), True, False)}
+
+
 class FMMI(DensityModelEstimator):
-    """``fmmi-c`` / ``fmmi-j`` (module docstring).  ``joint`` picks the variant; ``readout_passes``:
-    draws of (t, partners) per held-out pair in the estimate; other parameters as
-    :class:`~mibench.estimators.generative.base.DensityModelEstimator` (``hidden`` is the velocity
-    MLP's width)."""
+    """``fmmi-c`` / ``fmmi-j`` (module docstring); settings: :class:`FMMISettings`."""
 
     name = "fmmi-c"
+    Settings: ClassVar[type] = FMMISettings
 
-    def __init__(self, *args, joint: bool = False, readout_passes: int = 8, hidden: int = 256, **kwargs):
-        super().__init__(*args, hidden=hidden, **kwargs)
-        self.joint = bool(joint)
-        self.readout_passes = int(readout_passes)
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.joint = bool(self.settings.joint)
+        self.readout_passes = self.settings.readout_passes
         self.models_x = self.joint
         if self.joint:
             self.name = "fmmi-j"
 
     def models(self, dx, dy):
+        hidden = self.settings.hidden
         if self.joint:
-            return {"velocity": TimeMLP(dx + dy, 0, dx + dy, self.hidden)}
-        return {"velocity": TimeMLP(dy, dx, dy, self.hidden)}
+            return {"velocity": TimeMLP(dx + dy, 0, dx + dy, hidden)}
+        return {"velocity": TimeMLP(dy, dx, dy, hidden)}
 
     def _draw(self, x, y, generator=None):
         """(z_0, z_1, t, context) for one flow-matching sample per row."""
@@ -103,7 +99,7 @@ class FMMI(DensityModelEstimator):
             return torch.cat([x[a], y[b]], 1), torch.cat([x[c], y[c]], 1), t, None
         return y[perm()], y, t, x
 
-    def nll(self, key, model, x, y):
+    def loss(self, key, model, x, y):
         gen = None if torch.is_grad_enabled() else torch.Generator(device=x.device).manual_seed(0)
         z0, z1, t, ctx = self._draw(x, y, gen)
         zt = (1 - t.unsqueeze(1)) * z0 + t.unsqueeze(1) * z1

@@ -24,20 +24,21 @@ and when the base fits, the MI is that of the Gaussian:
   n = 2,000, 400 steps: 0.23 bits from the identity, the Cholesky factor still moving).
 
 The flows are those of :mod:`.flows` (affine, RealNVP couplings, sinh-arcsinh), the data rules, split
-and early stopping those of :mod:`.base` (x is modelled, so it is jittered like y).  The MI is read
+and early stopping those of :mod:`mibench.estimators.trained` (x is modelled, so it is jittered like y).  The MI is read
 off the base fitted on the training split (best validation state), not the held-out pairs: the
 held-out likelihood chooses the state.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
 from torch import nn
 
-from mibench.errors import MibenchError
-from mibench.estimators.generative.base import DensityModelEstimator, Split
+from mibench.estimators.generative.base import DensityModelEstimator, FlowSettings, Split
 from mibench.estimators.generative.flows import LOG_2PI, ConditionalFlow
 
 
@@ -106,22 +107,27 @@ class _GaussianBaseFlows(nn.Module):
         return 0.5 * (logdet(sigma[:self.dx, :self.dx]) + logdet(sigma[self.dx:, self.dx:]) - logdet(sigma))
 
 
+@dataclass(frozen=True)
+class MIENFSettings(FlowSettings):
+    """``tridiagonal``: the paper's tridiagonal base instead of a general Gaussian one."""
+
+    tridiagonal: bool = False
+
+
 class MIENF(DensityModelEstimator):
-    """``mienf`` / ``mienf-tridiag`` (module docstring); ``tridiagonal`` picks the base, the other
-    parameters are :class:`~mibench.estimators.generative.base.DensityModelEstimator`'s."""
+    """``mienf`` / ``mienf-tridiag`` (module docstring); settings: :class:`MIENFSettings`."""
 
     name = "mienf"
     models_x = True
+    Settings: ClassVar[type] = MIENFSettings
 
-    def __init__(self, *args, tridiagonal: bool = False, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.tridiagonal = bool(tridiagonal)
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.tridiagonal = self.settings.tridiagonal
         self._start_rho = self._start_cov = None       # set by prepare() from the training split
         if self.tridiagonal:
             self.name = "mienf-tridiag"
-        if self.flows != "realnvp":
-            raise MibenchError(f"{self.name} maps each side to its Gaussian base with mibench's own flows: "
-                               f"flows must be 'realnvp', got {self.flows!r}")
+        self.require_flows("realnvp", "maps each side to its Gaussian base with mibench's own flows")
 
     def prepare(self, split):
         """The base starts at the linear solution (module docstring): the general one at the training
@@ -147,12 +153,12 @@ class MIENF(DensityModelEstimator):
                 model.log_diag.copy_(torch.as_tensor(np.log(np.diag(chol)), dtype=torch.float32))
         return {"mienf": model}
 
-    def nll(self, key, model, x, y):
+    def loss(self, key, model, x, y):
         return -model.log_prob(x, y)
 
     def readout(self, models, x, y):
         model = models["mienf"]
-        test_nll = float(self.nll("mienf", model, x, y).double().mean())
+        test_nll = float(self.loss("mienf", model, x, y).double().mean())
         value = model.mutual_information()
         if not math.isfinite(value):
             value = math.nan

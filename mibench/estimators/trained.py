@@ -1,0 +1,379 @@
+"""The base of every trained sample estimator: :class:`HeldOutEstimator`.
+
+A trained estimator fits its own networks on a training split of the n pairs and reads I(X;Y) off
+held-out pairs.  What they all share is here, written once:
+
+* **typed settings** (:class:`TrainedSettings`, extended per estimator): validated when the estimator
+  is built (a wrong type or range is a one-line error) and returned by :meth:`~HeldOutEstimator.parameters`
+  so that results record them;
+* **the data rules** (:meth:`~HeldOutEstimator.split`): a seeded train / validation / test split, the
+  canonical reduction above :data:`~mibench.estimators.reduce.REDUCE_ABOVE_DIM` joint dimensions,
+  z-scores fitted on the training rows (:func:`~mibench.estimators.preprocess.zscore`; constant y
+  columns dropped), Gaussian jitter of ``jitter`` standard deviations on every modelled variable (so
+  densities exist for discrete coordinates: the target becomes I(X; Y + N), which differs from I(X;Y)
+  only by what noise of 1% of a standard deviation hides), then the normal-score map
+  (:func:`~mibench.estimators.preprocess.normal_scores`) fitted on the training rows;
+* **device and threads**: the device from :func:`mibench.utils.device.resolve_device` (an unavailable
+  one is the same one-line error as for every estimator), one torch thread on a CPU;
+* **the training loop** (:meth:`~HeldOutEstimator.train`): Adam on minibatches of the training pairs,
+  an optional exponential moving average of the weights, the validation loss of every model every
+  ``eval_every`` steps, the best state of each model kept (early stopping by selection).
+
+A subclass declares its networks (:meth:`~HeldOutEstimator.models`), each network's per-pair training
+loss (:meth:`~HeldOutEstimator.loss`) and the readout on the held-out pairs
+(:meth:`~HeldOutEstimator.readout`).  Composite estimators (the resampled hybrid) train another
+estimator's networks through :meth:`~HeldOutEstimator.fit` and add their own.  docs/estimators.md,
+"Trained sample estimators", describes the procedure for users.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import numbers
+from dataclasses import MISSING, asdict, dataclass, fields, replace
+from typing import ClassVar
+
+import numpy as np
+
+from mibench.errors import MibenchError
+from mibench.estimators.kinds import GENERATIVE
+from mibench.estimators.preprocess import normal_scores, zscore
+
+MARGINALS = ("normal-scores", "zscore")
+
+
+@dataclass(frozen=True)
+class TrainedSettings:
+    """The settings every trained sample estimator has.
+
+    Parameters
+    ----------
+    steps : Adam steps (each one minibatch).
+    batch_size : pairs per minibatch (at most the training pairs).
+    lr : Adam's learning rate.
+    test_fraction : share of the pairs held out for the readout.
+    val_fraction : share of the remaining pairs held back to choose each network's best state.
+    eval_every : steps between validation evaluations (and the last step).
+    ema : 0 (off) or the decay of an exponential moving average of the weights, updated after every
+        step with decay min(ema, (1 + step) / (10 + step)); when on, the average is what is validated,
+        kept and read out.
+    device : ``auto`` (CUDA when available), ``cpu``, ``cuda[:N]`` or ``mps``.
+    jitter : standard deviation of the Gaussian noise added to each modelled variable (z-score units).
+    marginals : ``normal-scores`` (the normal-score map after the z-score) or ``zscore`` (z-scores only).
+    """
+
+    steps: int = 2000
+    batch_size: int = 256
+    lr: float = 1e-3
+    test_fraction: float = 0.2
+    val_fraction: float = 0.1
+    eval_every: int = 100
+    ema: float = 0.0
+    device: str = "auto"
+    jitter: float = 0.01
+    marginals: str = "normal-scores"
+
+    #: fields whose value must lie in a range: name -> (lowest, highest, lowest included, highest included)
+    RANGES: ClassVar[dict] = {
+        "steps": (1, math.inf, True, False), "batch_size": (1, math.inf, True, False), "lr": (0, math.inf, False, False),
+        "test_fraction": (0, 1, False, False), "val_fraction": (0, 1, False, False),
+        "eval_every": (1, math.inf, True, False), "ema": (0, 1, True, False), "jitter": (0, math.inf, True, False),
+    }
+    #: fields that take one of a few words: name -> the words
+    CHOICES: ClassVar[dict] = {"marginals": MARGINALS}
+
+    def check(self, owner: str) -> None:
+        """One-line errors for a value of the wrong type or out of its range."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            kind = f.type if isinstance(f.type, str) else f.type.__name__
+            ok = {"int": isinstance(value, numbers.Integral) and not isinstance(value, bool),
+                  "float": isinstance(value, numbers.Real) and not isinstance(value, bool),
+                  "bool": isinstance(value, (bool, np.bool_)),
+                  "str": isinstance(value, str)}.get(kind, True)
+            if not ok:
+                raise MibenchError(f"{owner} {f.name} must be {_article(kind)}, got {value!r}")
+            if f.name in self.RANGES:
+                lo, hi, lo_in, hi_in = self.RANGES[f.name]
+                inside = (value >= lo if lo_in else value > lo) and (value <= hi if hi_in else value < hi)
+                if not (math.isfinite(value) and inside):
+                    raise MibenchError(f"{owner} {f.name} must be {_interval(lo, hi, lo_in, hi_in)}, got {value!r}")
+            if f.name in self.CHOICES and value not in self.CHOICES[f.name]:
+                raise MibenchError(f"{owner} {f.name} must be one of {', '.join(self.CHOICES[f.name])}, got {value!r}")
+
+    def to_record(self) -> dict:
+        """The settings as JSON-able values (what results record)."""
+        return {k: (v.to_record() if hasattr(v, "to_record") else v) for k, v in asdict(self).items()}
+
+
+def _article(kind: str) -> str:
+    return {"int": "a whole number", "float": "a number", "bool": "True or False", "str": "a string"}.get(kind, kind)
+
+
+def _interval(lo, hi, lo_in, hi_in) -> str:
+    if hi == math.inf:
+        return f"{'>=' if lo_in else '>'} {lo}"
+    return f"in {'[' if lo_in else '('}{lo}, {hi}{']' if hi_in else ')'}"
+
+
+def settings_from(cls: type, owner: str, options: dict, base=None):
+    """An instance of the settings dataclass ``cls``: ``base`` (or the defaults) with ``options``
+    replacing fields; an unknown option or a bad value is a one-line error naming ``owner``."""
+    names = {f.name for f in fields(cls)}
+    unknown = sorted(set(options) - names)
+    if unknown:
+        raise MibenchError(f"{owner} has no setting {unknown[0]!r}; its settings are: {', '.join(sorted(names))}")
+    if base is None:
+        missing = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
+                   and f.name not in options]
+        if missing:
+            raise MibenchError(f"{owner} needs the setting {missing[0]!r}")
+        settings = cls(**options)
+    else:
+        settings = replace(base, **options)
+    settings.check(owner)
+    return settings
+
+
+@dataclass(frozen=True, eq=False)
+class Split:
+    """The prepared training, validation and test arrays of one estimate (float64, rows are pairs)."""
+
+    x_train: np.ndarray
+    x_val: np.ndarray
+    x_test: np.ndarray
+    y_train: np.ndarray
+    y_val: np.ndarray
+    y_test: np.ndarray
+
+
+@dataclass(frozen=True)
+class Best:
+    """One network's best validation state: its loss, its weights and the step it was reached at."""
+
+    loss: float = math.inf
+    state: dict | None = None
+    step: int = 0
+
+
+class HeldOutEstimator:
+    """Base of the trained sample estimators (module docstring).
+
+    Build one with keyword settings (the fields of its :attr:`Settings`); :meth:`parameters` returns
+    them.  ``n_parameters``: trainable parameters of the networks of the last estimate (0 before);
+    ``last``: the readout's parts and the training details of the last estimate.
+    """
+
+    kind = GENERATIVE
+    name = "trained"
+    #: the settings dataclass of this estimator (subclasses extend it)
+    Settings: ClassVar[type] = TrainedSettings
+    #: the estimator models x's density too (x is jittered like y and its constant columns dropped)
+    models_x = False
+
+    def __init__(self, **options):
+        self.settings = settings_from(self.Settings, self.name, options)
+        self.n_parameters = 0
+        self.last: dict = {}
+        self.reduction = None
+
+    # --- settings -------------------------------------------------------------------------------
+
+    def parameters(self):
+        """The estimator's typed settings (a frozen dataclass; ``.to_record()`` for JSON)."""
+        return self.settings
+
+    def with_settings(self, **options) -> "HeldOutEstimator":
+        """A new estimator of this class with these settings, ``options`` replacing some (validated)."""
+        merged = {f.name: getattr(self.settings, f.name) for f in fields(self.settings)}
+        return type(self)(**{**merged, **options})
+
+    # --- what a subclass declares ---------------------------------------------------------------
+
+    def models(self, dx: int, dy: int) -> dict:
+        """The networks by key, built in a fixed order (the seed decides their weights)."""
+        raise NotImplementedError
+
+    def loss(self, key: str, model, x, y):
+        """Per-pair training loss of network ``key`` (also its validation score; lower is better)."""
+        raise NotImplementedError
+
+    def readout(self, models: dict, x, y) -> tuple[float, dict]:
+        """(I in nats, details) on the held-out pairs, every network in its best state."""
+        raise NotImplementedError
+
+    def prepare(self, split: Split) -> Split:
+        """A last per-variable invertible map of the prepared arrays before training (identity here)."""
+        return split
+
+    # --- the procedure --------------------------------------------------------------------------
+
+    def count_parameters(self, dx: int, dy: int) -> int:
+        """Trainable parameters of this estimator's networks for data of dimensions (dx, dy)."""
+        return sum(p.numel() for m in self.models(dx, dy).values() for p in m.parameters())
+
+    def estimate(self, x, y, *, seed: int = 0) -> float:
+        """I(X;Y) in nats on the held-out pairs (module docstring: the procedure)."""
+        import torch
+
+        from mibench.utils.device import resolve_device
+
+        device = resolve_device(self.settings.device)
+        split = self.split(x, y, seed)
+        if split is None:
+            return 0.0    # y (or a modelled x) constant on the training split: no information to carry
+        threads = torch.get_num_threads()
+        if device.type == "cpu":
+            torch.set_num_threads(1)    # small GEMMs: intra-op threads only add synchronisation
+        try:
+            return self.fit_and_read(self.prepare(split), device, seed)
+        finally:
+            torch.set_num_threads(threads)
+
+    def split(self, x, y, seed: int) -> Split | None:
+        """The data rules (module docstring) applied to (x, y); None when y, or a modelled x, is constant
+        on the training split."""
+        s = self.settings
+        x = np.asarray(x, dtype=np.float64).reshape(len(x), -1)
+        y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+        n = x.shape[0]
+        if y.shape[0] != n:
+            raise MibenchError(f"x and y must have the same number of rows, got {n} and {y.shape[0]}")
+        if not (np.isfinite(x).all() and np.isfinite(y).all()):
+            raise MibenchError(f"{self.name}: x or y contains NaN or infinite values")
+        n_test = int(round(s.test_fraction * n))
+        n_val = int(round(s.val_fraction * (n - n_test)))
+        n_train = n - n_test - n_val
+        if n_test < 2 or n_val < 2 or n_train < 4:
+            raise MibenchError(f"{self.name} needs more samples to split into train/validation/test, got {n}")
+        rng = np.random.default_rng([seed, 0xD0E])
+        order = rng.permutation(n)
+        tr, va, te = order[:n_train], order[n_train:n_train + n_val], order[n_train + n_val:]
+        x, y = self._reduced(x, y, np.concatenate([tr, va]), seed)
+        train = np.arange(n_train)
+        x, keep_x = zscore(x[np.concatenate([tr, va, te])], train)
+        y, keep = zscore(y[np.concatenate([tr, va, te])], train)
+        if not keep.any() or (self.models_x and not keep_x.any()):
+            return None
+        y = y[:, keep]
+        parts = (slice(0, n_train), slice(n_train, n_train + n_val), slice(n_train + n_val, n))
+        y = np.concatenate([y[p] + s.jitter * rng.standard_normal(y[p].shape) for p in parts])
+        if self.models_x:
+            x = x[:, keep_x]
+            x = np.concatenate([x[p] + s.jitter * rng.standard_normal(x[p].shape) for p in parts])
+        if s.marginals == "normal-scores":
+            normal_scores(x, train)
+            normal_scores(y, train)
+        return Split(*(x[p] for p in parts), *(y[p] for p in parts))
+
+    def _reduced(self, x: np.ndarray, y: np.ndarray, fit_rows: np.ndarray, seed: int):
+        """Above ``REDUCE_ABOVE_DIM`` joint dimensions, x and y projected onto their leading canonical
+        directions fitted on ``fit_rows`` (:mod:`mibench.estimators.reduce`, the reduction
+        ``mibench.estimate`` applies for its critics); the held-out value then estimates
+        I(A X; B Y) <= I(X; Y)."""
+        from mibench.estimators.reduce import REDUCE_ABOVE_DIM, apply_reduction, fit_canonical_reduction
+
+        self.reduction = None
+        if x.shape[1] + y.shape[1] <= REDUCE_ABOVE_DIM:
+            return x, y
+        a, b, info = fit_canonical_reduction(x, y, fit_rows, seed)
+        self.reduction = info
+        return apply_reduction(x, a, fit_rows), apply_reduction(y, b, fit_rows)
+
+    def tensors(self, split: Split, device) -> tuple:
+        """(x_train, x_val, x_test, y_train, y_val, y_test) as float32 tensors on ``device``."""
+        import torch
+
+        return tuple(torch.as_tensor(a, dtype=torch.float32, device=device)
+                     for a in (split.x_train, split.x_val, split.x_test, split.y_train, split.y_val, split.y_test))
+
+    def fit(self, data: tuple, device, seed: int) -> tuple[dict, dict]:
+        """(networks in their best validation states, {key: :class:`Best`}): this estimator's networks
+        built with torch's generator seeded by ``seed`` and trained on ``data`` = (x_train, y_train,
+        x_val, y_val) tensors."""
+        import torch
+
+        with torch.random.fork_rng(devices=_cuda(device)):
+            torch.manual_seed(seed)
+            models = {k: m.to(device) for k, m in self.models(data[0].shape[1], data[1].shape[1]).items()}
+        self.n_parameters = sum(p.numel() for m in models.values() for p in m.parameters())
+        best = self.train(models, self.loss, data, device, seed)
+        load_best(self.name, models, best)
+        return models, best
+
+    def fit_and_read(self, split: Split, device, seed: int) -> float:
+        """Train on ``split`` and return the readout on its test part in nats; details in ``last``."""
+        import torch
+
+        xtr, xva, xte, ytr, yva, yte = self.tensors(split, device)
+        models, best = self.fit((xtr, ytr, xva, yva), device, seed)
+        with torch.no_grad():
+            value, details = self.readout(models, xte, yte)
+        self.record(details, best, (xtr, xva, xte), device)
+        return value
+
+    def record(self, details: dict, best: dict, xs: tuple, device) -> None:
+        """``last``: the readout's details, each network's best step, the reduction and the split sizes."""
+        self.last = {**details, **{f"best_step_{k}": b.step for k, b in best.items()},
+                     **({"reduction": self.reduction} if self.reduction else {}),
+                     "n_train": xs[0].shape[0], "n_val": xs[1].shape[0], "n_test": xs[2].shape[0],
+                     "device": str(device)}
+
+    def train(self, models: dict, loss, data: tuple, device, seed: int) -> dict:
+        """The training loop (module docstring): Adam over every network of ``models`` on the sum of
+        their mean per-pair ``loss(key, model, x, y)``; returns {key: :class:`Best`}.  Draws made inside
+        the losses (noise levels, times, partners) use torch's global generator, seeded from ``seed``
+        here (and restored after), so an estimate is a function of the data and the seed."""
+        import torch
+
+        xtr, ytr, xva, yva = data
+        s = self.settings
+        with torch.random.fork_rng(devices=_cuda(device)):
+            torch.manual_seed(seed + 1)
+            opt = torch.optim.Adam([p for m in models.values() for p in m.parameters()], lr=s.lr)
+            gen = torch.Generator(device=device).manual_seed(seed)
+            batch = min(s.batch_size, xtr.shape[0])
+            best = {k: Best() for k in models}
+            # the networks validated and kept: the weights themselves, or their moving average (``ema``)
+            kept = {k: copy.deepcopy(m) for k, m in models.items()} if s.ema > 0 else models
+            for step in range(1, s.steps + 1):
+                idx = torch.randint(0, xtr.shape[0], (batch,), generator=gen, device=device)
+                yb, xb = ytr[idx], xtr[idx]
+                total = sum(loss(k, m, xb, yb).mean() for k, m in models.items())
+                opt.zero_grad(set_to_none=True)
+                total.backward()
+                opt.step()
+                if s.ema > 0:
+                    _update_average(kept, models, min(s.ema, (1 + step) / (10 + step)))
+                if step % s.eval_every == 0 or step == s.steps:
+                    with torch.no_grad():
+                        for key, model in kept.items():
+                            v = float(loss(key, model, xva, yva).mean())
+                            if math.isfinite(v) and v < best[key].loss:
+                                best[key] = Best(v, copy.deepcopy(model.state_dict()), step)
+        return best
+
+
+def _cuda(device) -> list:
+    """The devices whose generator :func:`torch.random.fork_rng` must fork (CUDA only)."""
+    return [device] if device.type == "cuda" else []
+
+
+def _update_average(kept: dict, models: dict, decay: float) -> None:
+    import torch
+
+    with torch.no_grad():
+        for key, model in models.items():
+            for avg, p in zip(kept[key].state_dict().values(), model.state_dict().values()):
+                if avg.is_floating_point():
+                    avg.mul_(decay).add_(p, alpha=1 - decay)
+                else:
+                    avg.copy_(p)
+
+
+def load_best(owner: str, models: dict, best: dict) -> None:
+    """Load each network's best state; a network with no finite validation loss is a one-line error."""
+    for key, model in models.items():
+        if best[key].state is None:
+            raise MibenchError(f"{owner}: training diverged (no finite validation loss)")
+        model.load_state_dict(best[key].state)
