@@ -1,98 +1,22 @@
 """``mibench.estimate``: estimate I(X;Y) on your own paired samples with any registered estimator.
 
-Black-box and generative estimators (``ksg``, ``gaussian``, ``histogram``, ``doe-flow``, plug-ins) are
-called on the arrays as they are (``estimate(x, y, seed=seed)``, one number).  Critic-bound estimators
-(the bounds: ``smile``, ``infonce``, ``nwj``, ...) train a critic with a held-out readout that cannot
-collapse; how, all of it seeded by ``seed``:
+Two paths, by the estimator's kind, after the same input checks (a constant input is MI 0, a
+deterministic relation MI infinite, and an unavailable device one line, for every kind):
 
-1. The n pairs are split into a training part and a held-out part (``test_fraction``, default 0.2).
-   Every column goes through a strictly increasing map fitted on the training part: normal scores
-   (each value to the normal quantile of its training mid-rank, so margins are Gaussian whatever
-   their tails) then a z-score, or a z-score alone.  A fixed strictly increasing map per coordinate
-   does not change I(X;Y) (Kraskov et al. 2004, §II), and the held-out pairs go through the same
-   fitted map.  ``preprocess="auto"`` (default) trains one critic on each and reports the one whose
-   held-out value is higher (the choice is made on the held-out pairs, like the choice of
-   checkpoint in step 4; what choosing per seed adds over the better map's mean measured at most
-   0.0001 nats, benchmarks/bench_auto_selection.py): normal scores suit monotone transforms of Gaussians (cdf-1x1 at 1 nat,
-   seeds 0-2, InfoNCE: z-scores -0.047 nats, normal scores -0.013), z-scores multimodal margins
-   (mix-5x5: -0.077 vs -0.127), and none of the margins' statistics
-   tried (kurtosis, the fitted Gaussian's MI) told the cases apart.  ``"normal-scores"``,
-   ``"zscore"`` or ``"none"`` train one critic.
-2. Where d = dim_x + dim_y > 256 (images, sentence embeddings, deep features; ``reduce=None``
-   decides by that rule), each side is projected onto its leading canonical directions, fitted on
-   the training part only (:mod:`mibench.estimators.reduce`: PCA to <= 512 components a side, ridge
-   CCA, the directions whose canonical correlation clears a permutation null), and the critic
-   sees those canonical variates (z-scored), not the raw coordinates.  A fixed projection can
-   only lose information (data processing), so this never invents dependence.
-   Where the (possibly reduced) d <= 256 and there are >= 20 training pairs per dimension
-   (``gaussian_critic=None`` decides by that rule), the critic starts as the log density ratio of
-   the Gaussian fitted to the training pairs (the optimal critic for jointly Gaussian data, the
-   one a CCA estimator implies) plus ``alpha`` times the network, alpha = 0 at the start
-   (:class:`GaussianResidualCritic`): the network learns what the Gaussian misses, and the
-   starting critic is itself the first held-out candidate (step 0).  The Gaussian part trains at
-   a tenth of the learning rate.  :func:`~mibench.estimation.gaussian_start.fit_start` chooses,
-   on the training pairs alone, a Student-t in place of the Gaussian where the tails call for
-   it (likelihood) and whether to pool the canonical correlations (pairs held back from the
-   fit); ``settings["start"]`` records both.
-3. The critic trains on random minibatches of ``batch_size`` training pairs.  A batch is scored in
-   blocks of 32 x 32 pairs: the 32 diagonal pairs of a block are joint samples, its 32 * 31
-   off-diagonal pairs stand in for the product of marginals (as in the benchmark harness, where the
-   block is the whole batch), so a step sees ``batch_size`` joint pairs at ``batch_size * 32``
-   critic evaluations instead of ``batch_size**2``.
-4. Every ``eval_every`` steps the estimator's bound is evaluated on the held-out pairs (the first
-   16,000 of them), split into blocks of up to 125 pairs (one batched pass); the critic state with
-   the best held-out value is kept, and training stops when ``patience`` evaluations in a row did
-   not improve on it, but not before ``min_steps`` (default 500) steps, so a network starting at
-   alpha = 0 has time to grow (early stopping).  The reported ``mi`` is the best checkpoint's bound
-   on the held-out score matrix of m = min(n_test, 4,096) pairs (every pair i != j a negative; read
-   in tiles, :mod:`mibench.estimation.readout`), with ``mi_stderr`` = standard deviation over
-   reshuffled held-out blocks / sqrt(number of blocks).
+* a **critic bound** (``infonce``, the default, ``smile``, ``nwj``, ...) trains a critic on 80% of the
+  pairs and reports its bound on the held-out 20%, which cannot collapse: strictly increasing
+  per-column maps fitted on the training pairs (:mod:`mibench.estimation.preprocess`), a canonical
+  reduction above 256 joint dimensions (:mod:`mibench.estimators.reduce`), a start at the fitted
+  Gaussian (or Student-t) log density ratio (:mod:`mibench.estimation.gaussian_start`), held-out
+  checkpoint selection with early stopping (:mod:`mibench.estimation.training`) and a tiled readout of
+  the held-out score matrix (:mod:`mibench.estimation.readout`);
+* a **sample estimator** (black-box, generative, a plug-in) is called on the arrays; a trained one
+  (:class:`~mibench.estimators.trained.HeldOutEstimator`) first gets the call's device, held-out share
+  and training options among its typed settings.
 
-5. ``mi`` is never negative: a held-out value below zero is reported as 0 with ``clipped = True``
-   (the raw value stays in ``mi_raw``), and ``status`` says how much to trust the number.
-
-The default estimator is ``infonce`` (van den Oord et al. 2018; Poole et al. 2019, §2.3): the critic
-trains by the InfoNCE objective and is read on the held-out score matrix, a lower bound on
-I(X;Y) whatever the critic, with a ceiling of log m, m = min(n_test, 4,096) (7.6 nats, 11 bits, at
-the default 2,000 held-out pairs of 10,000; at most 8.3 nats, 12 bits).  Measured at n = 10,000, seeds 0-2, 1 thread (bits; docs/estimators.md):
-gaussian d = 10 at 4 bits 4.01 (``smile``, SMILE-5: 4.16, its clip biases the DV readout upwards
-where the critic's joint scores exceed tau), vision 64 x 64 at 4 bits 3.41 (SMILE-5 3.87, riding the
-same clip: unclipped ``smile-inf`` 3.37), text ds 2 at 1 bit 0.73 off the shelf and 0.98 fine-tuned
-(SMILE-5 0.71 and 0.98).  On the distributions family (5 seeds, benchmarks/results/estimate_seeds_start.txt)
-the mean error is within max(0.1 nats, 10 %) on all 15 cases: the mixtures by ``preprocess="auto"``
-(mix-5x5 -0.05 nats, SMILE-5 on normal scores -0.17), Student-t nu = 5, 5 x 5 by the Student-t start
-(+0.02; a Gaussian start -0.12) and the dense 50 x 50 Gaussian by pooled canonical correlations
-(-0.09; unpooled -0.17).  An estimate within 1 nat of the ceiling is flagged ``near_ceiling``.
-
-``status`` values:
-
-``converged``               the held-out value rose and then plateaued; training stopped early.
-``overfit``                 the held-out value fell clearly (> max(2 stderr, 0.02 nats)) below its best
-                            before training stopped: the critic began to overfit, the estimate is the
-                            best checkpoint's (before it did); more data or a smaller critic may give more.
-``still_increasing``        the step budget ran out while the held-out value was still improving (its
-                            best came in the last quarter of the evaluations): the estimate may be low;
-                            pass more ``steps``.
-``no_dependence_detected``  the held-out value is within 2 standard errors of 0 (or below): no
-                            dependence this estimator can detect at this sample size; ``mi`` is
-                            max(0, ``mi_raw``).
-``diverged``                the training estimate became non-finite; the last finite best checkpoint
-                            (if any) is reported.
-``train_only``              ``test_fraction=0``: no held-out readout, ``mi`` is the mean of the last 10%
-                            of the training curve (inflated by overfitting; not recommended).
-``deterministic``           a continuous coordinate of Y is an exact one-to-one function of X (x == y, a
-                            smooth monotone or a linear map, exact to the precision of the values, so
-                            y = x + 1e-6 noise is estimated; :mod:`mibench.estimation.dependence`):
-                            I(X;Y) is infinite, ``mi`` is ``inf`` and nothing is trained (a warning says so).
-``near_ceiling``            an InfoNCE-family estimate within 1 nat of its ceiling log m: the
-                            bound saturates there and reads low; pass more pairs or another estimator.
-``not_assessed``            a black-box or generative estimator's single value, which it does not
-                            assess itself (an estimator object may set its own ``status`` instead).
-
-Before any estimator runs, a constant ``x`` or ``y`` gives ``mi = 0`` with ``no_dependence_detected``
-(and a warning), and a deterministic relation gives ``deterministic``.
-
-Defaults sized to the data (d = dim_x + dim_y, n_train the training pairs); see :func:`mibench.estimation.defaults.default_settings`.
+The result's ``status`` says how far to trust the number.  docs/estimators.md ("``mibench.estimate`` on
+your own arrays") describes the procedure, every status and the defaults, with the measurements behind
+them.
 """
 from __future__ import annotations
 
@@ -124,14 +48,14 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
              seed: int = 0, units: str = "bits", progress: bool = False,
              eval_every: int | None = None, patience: int | None = None, min_steps: int | None = None,
              threads: int | None = 1, reduce: bool | None = None, noise: float | None = None) -> EstimateResult:
-    """Estimate I(X;Y) from paired samples (module docstring: procedure and ``status`` values).
+    """Estimate I(X;Y) from paired samples (docs/estimators.md: the procedure and the ``status`` values).
 
     Parameters
     ----------
     x, y : array-like (numpy, torch, lists) of shape (n, dx) and (n, dy); 1-D inputs are one column,
         (n, ...) inputs (images) are flattened per sample.  Finite values only.
     estimator : any registered estimator name, ``package.module:Name`` or entry point (``mibench list``);
-        default ``infonce`` (module docstring: why).
+        default ``infonce`` (docs/estimators.md, "Why InfoNCE is the default").
     critic : critic of a critic-bound estimator (``joint``, ``separable``, ``bilinear``, ``inner``; ``conv`` /
         ``conv-joint`` for images: pass them as (n, C, H, W) or (n, H, W) arrays, or name the shape,
         ``conv-1x28x28``; flattened rows are read as C x s x s with C = 1, 3, 2, 6 or 4, the first that fits;
@@ -140,14 +64,17 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
         critic-bound estimator; ``None`` takes the data-sized default
         (:func:`mibench.estimation.defaults.default_settings`).  ``patience=0`` disables early stopping;
         ``noise`` is the standard deviation of Gaussian noise added to the (standardised) training batches.
+        A trained sample estimator takes those of its typed settings that have these names (``steps``,
+        ``batch_size``, ``lr``, ``hidden``, ``layers``, ``eval_every``); others are a one-line error.
     embed : the separable critic's embedding size.
     test_fraction : share of the pairs held out for the readout (0: report the training tail,
         status ``train_only``).
     preprocess : ``"auto"`` (default: normal scores and z-scores, the better held-out value),
-        ``"normal-scores"``, ``"zscore"`` or ``"none"`` (module docstring, step 1).
+        ``"normal-scores"``, ``"zscore"`` or ``"none"`` (docs/estimators.md, "Procedure").
     gaussian_critic : start from the Gaussian critic (True), never (False), or by the size rule (None).
     reduce : project each side onto its leading canonical directions, fitted on the training pairs,
-        before the critic (True), never (False), or where dim_x + dim_y > 256 (None; module docstring, step 2).
+        before the critic (True), never (False), or where dim_x + dim_y > 256 (None; docs/estimators.md,
+        "Procedure").
     device : ``auto``, ``cpu``, ``cuda[:N]`` or ``mps``.
     seed : seeds the split, the critic's initialisation and the minibatches (same seed, same result).
     units : ``"bits"`` (default) or ``"nats"``.
@@ -165,11 +92,9 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
     For a critic-bound estimator (two critics under ``preprocess="auto"``), n_test = n x test_fraction:
     time = the training steps (at most ``steps`` batches, whatever n) + O(n log n) column maps and
     determinism check + O(n d^2) fitted start + per evaluation min(n_test, 16,000) x 125 critic calls
-    + a final readout of min(n_test, 4,096)^2 per critic, in 128 x 128 tiles; memory = ~500 MB of
-    interpreter, torch and its buffers + ~60 n d bytes of data copies + <= 16 MB of tiles, never
-    O(n_test^2).  Measured on 1 x 1 pairs at 1 bit (benchmarks/results/estimate_scaling.txt, 1 thread,
-    2 CPUs under load 6): n = 10,000 4.5 s / 610 MB peak, 50,000 8.8 s / 587 MB, 200,000 9.7 s / 507 MB
-    (peaks vary by ~100 MB between runs; with the whole held-out matrix held, 50,000 took 50 s / 11.4 GB).
+    + a final readout of min(n_test, 4,096)^2 per critic, in 128 x 128 tiles; memory = the interpreter,
+    torch and its buffers + ~60 n d bytes of data copies + <= 16 MB of tiles, never O(n_test^2)
+    (times and peaks: docs/estimators.md, "Procedure").
     """
     import torch
 
@@ -181,6 +106,7 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
         raise MibenchError(f"threads must be >= 1, got {threads}")
     training = TrainingOptions(hidden=hidden, layers=layers, batch_size=batch_size, lr=lr, steps=steps,
                                eval_every=eval_every, patience=patience, min_steps=min_steps, noise=noise)
+    training.check()
     settings = EstimateSettings(estimator=estimator, critic=critic, training=training, embed=embed,
                                 test_fraction=test_fraction, preprocess=preprocess, gaussian_critic=gaussian_critic,
                                 reduce=reduce, device=device, seed=seed, units=units, progress=progress,
@@ -208,8 +134,10 @@ def _estimate(x, y, settings: EstimateSettings, t_start: float) -> EstimateResul
     """Check the inputs, answer a constant input, and dispatch by the estimator's kind."""
     from mibench.estimation.dependence import constant_input
     from mibench.estimators.kinds import CRITIC, kind_of
+    from mibench.utils.device import resolve_device
 
     xa, ya, entry = _checked_inputs(x, y, settings)
+    resolve_device(settings.device)          # an unavailable device: the same one line for every kind
     obj = entry.obj()
     kind = kind_of(obj)
     base = {"units": settings.units, "estimator": entry.name, "critic": settings.critic if kind == CRITIC else "",
@@ -254,8 +182,9 @@ def _critic_settings(n: int, dim_x: int, dim_y: int, settings: EstimateSettings)
     n_train = n - n_test
     s = settings.training.resolved(default_settings(n_train, dim_x, dim_y))
     if n < MIN_SAMPLES or n_train < s["batch_size"] or (test_fraction > 0 and n_test < 16):
-        raise MibenchError(f"{n} samples are too few for batch_size {s['batch_size']} with test_fraction {test_fraction} "
-                           f"(need >= {MIN_SAMPLES} pairs and >= 16 held out); pass more samples or a smaller batch_size")
+        raise MibenchError(f"{n} samples are too few for batch_size {s['batch_size']} with test_fraction "
+                           f"{test_fraction} (need >= {MIN_SAMPLES} pairs and >= 16 held out); pass more samples "
+                           "or a smaller batch_size")
     if int(s["batch_size"]) < 2:
         raise MibenchError(f"batch_size must be >= 2, got {s['batch_size']}")
     if not (s["lr"] > 0 and math.isfinite(s["lr"])):
@@ -276,10 +205,37 @@ def _deterministic_result(reason: str, base: dict, t_start: float, used: dict) -
                           seconds=time.perf_counter() - t_start, settings={**used, "reason": reason}, **base)
 
 
+def sample_estimator(obj, device: str, test_fraction: float = 0.2, options: dict | None = None):
+    """The sample estimator ``obj`` set up for this call: a trained one
+    (:class:`~mibench.estimators.trained.HeldOutEstimator`) gets the device, the held-out share and the
+    caller's training ``options`` among its settings (one that it does not have is a one-line error);
+    any other refuses training options in one line."""
+    from mibench.estimators.trained import HeldOutEstimator
+
+    if isinstance(obj, HeldOutEstimator):
+        return obj.with_settings(device=str(device), test_fraction=test_fraction, **(options or {}))
+    if options:
+        raise MibenchError(f"estimator {getattr(obj, 'name', type(obj).__name__)!r} trains nothing: "
+                           f"{', '.join(sorted(options))} do not apply to it")
+    return obj
+
+
+def parameters_of(obj) -> dict:
+    """An estimator's recorded settings: its typed ``parameters()`` as JSON-able values, else {}."""
+    params = getattr(obj, "parameters", None)
+    if not callable(params):
+        return {}
+    value = params()
+    return value.to_record() if hasattr(value, "to_record") else dict(value) if isinstance(value, dict) else {}
+
+
 def _sample_estimate(obj, xa, ya, settings: EstimateSettings, base: dict, t_start: float) -> EstimateResult:
     """A black-box or generative estimator: one call on the arrays as given."""
     from mibench.estimation.dependence import deterministic_dependence
+    from mibench.utils.device import resolve_device
 
+    device = resolve_device(settings.device)
+    obj = sample_estimator(obj, str(device), settings.test_fraction, settings.training.given())
     reason = deterministic_dependence(xa, ya, np.arange(xa.shape[0]))
     if reason:
         return _deterministic_result(reason, base, t_start, {})
@@ -296,7 +252,8 @@ def _sample_estimate(obj, xa, ya, settings: EstimateSettings, base: dict, t_star
                           status=status if isinstance(status, str) and status else "not_assessed",
                           seconds=time.perf_counter() - t_start,
                           n_parameters=int(getattr(obj, "n_parameters", 0) or 0),
-                          settings={"kind": getattr(obj, "kind", ""), "info": str(getattr(obj, "last_info", "") or "")},
+                          settings={"kind": getattr(obj, "kind", ""), "info": str(getattr(obj, "last_info", "") or ""),
+                                    "device": str(device), "parameters": parameters_of(obj)},
                           **base)
 
 
@@ -346,9 +303,10 @@ def _critic_estimate(xa, ya, settings: EstimateSettings, sizes: SizedTraining, b
         tried.append((prep, *_train_critic(a, b, tr, te, est_name, sizes.values, settings, dev)))
     # preprocess="auto": the map whose critic reads the higher held-out value (the choice is made on the
     # same held-out pairs as the choice of checkpoint; both maps leave I(X;Y) unchanged)
-    prep, out, used, n_parameters, ceiling = max(tried, key=lambda t: t[1].raw if math.isfinite(t[1].raw) else -math.inf)
+    prep, out, used, n_parameters, ceiling = max(
+        tried, key=lambda c: c[1].raw if math.isfinite(c[1].raw) else -math.inf)
     used = {**used, "embed": settings.embed, "test_fraction": settings.test_fraction, "preprocess": prep,
-            "reduce": bool(reduce)}
+            "reduce": bool(reduce), "device": str(dev)}
     if len(tried) > 1:
         used["preprocess_values"] = {p: float(o.raw) for p, o, *_ in tried}
     if reduction is not None:
@@ -374,8 +332,8 @@ def _preprocess_candidates(preprocess: str, reduced: bool, n_test: int) -> tuple
     combinations of many columns); otherwise both normal scores and z-scores where there is a held-out
     part to choose by (normal scores alone without one).  Normal scores suit monotone transforms of
     Gaussians and heavy tails, z-scores multimodal margins, and no cheap statistic of the margins told the
-    cases apart (benchmarks/results/estimate_seeds_auto.txt).  ``normal-scores`` on canonical variates is
-    read as z-scores (vision seed 0: 3.41 vs 3.35 bits)."""
+    cases apart (docs/estimators.md, "Procedure").  ``normal-scores`` on canonical variates is read as
+    z-scores."""
     if reduced and preprocess in ("auto", "normal-scores"):
         return ("zscore",)
     if preprocess == "auto":

@@ -66,10 +66,8 @@ def gaussian_log_ratio(cov: np.ndarray, dim_x: int, n_pairs: int | None = None, 
     (the eigenvalues of the symmetric part of an m x m noise matrix with entries of variance 1 / n
     spread with variance m / (2 n), Wigner's semicircle).  Where the true correlations are all equal
     (the cross-covariance a multiple of an orthogonal matrix) this removes the half of the sampling
-    noise that spreads them and leaves the half that rotates the directions: held-out DV of the
-    Gaussian critic, gauss-dense-50x50 at 1 nat, seeds 0-4: 0.829 -> 0.916 nats (the true covariance's
-    critic: 0.985; benchmarks/results/oracle_critic.txt).  Where they are not equal it can cost:
-    gauss-sparse-50x50 0.924 -> 0.904, so :func:`fit_start` decides on held-back training pairs."""
+    noise that spreads them and leaves the half that rotates the directions.  Where they are not equal it
+    can cost (docs/estimators.md, "Procedure"), so :func:`fit_start` decides on held-back training pairs."""
     return _log_ratio_and_whiteners(cov, dim_x, n_pairs, pool)[:4]
 
 
@@ -156,12 +154,10 @@ def fit_start(z: np.ndarray, dim_x: int) -> Start:
     * Tails: the Student-t with the largest likelihood over ``DOF_GRID`` (:func:`_t_dof`; its scale
       matrix then by EM) replaces the Gaussian where its log-likelihood is higher by more than
       ``DOF_MIN_GAIN_NATS`` (a likelihood-ratio statistic of 10 for the one extra parameter, about
-      the 0.2 % level of its chi-square).  The log density ratio of a t is the exact critic for t-distributed pairs, whose
-      dependence a Gaussian start misses (the shared scale, Arellano-Valle et al. 2013): held-out DV
-      of the start alone, seeds 0-4 at 1 nat (benchmarks/results/oracle_critic.txt), 1.020 nats on
-      student-t-dof5-5x5 and 1.007 on student-t-dof3-1x1 (the true dof chosen every time; the critic
-      of the true distribution reads 1.022 and 1.007), where the Gaussian start's DV is negative; on
-      the Gaussian and mixture cases the gain stays under the threshold.
+      the 0.2 % level of its chi-square).  The log density ratio of a t is the exact critic for
+      t-distributed pairs, whose dependence a Gaussian start misses (the shared scale, Arellano-Valle et
+      al. 2013); on Gaussian and mixture data the gain stays under the threshold (docs/estimators.md,
+      "Procedure").
     * Pooling: the start is built with and without pooled canonical correlations on the training
       pairs less the last ``POOL_CHECK_PAIRS`` (at most a quarter of them), both are scored (DV) on
       those held-back pairs, and the better is kept.  The held-out pairs of ``mibench.estimate`` are

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, fields
 
 
@@ -35,6 +36,24 @@ class TrainingOptions:
     patience: int | None = None
     min_steps: int | None = None
     noise: float | None = None
+
+    def check(self) -> None:
+        """One-line errors for an option of the wrong type (``lr="fast"``); ranges are checked once the
+        data-sized defaults are filled in."""
+        from mibench.errors import MibenchError
+
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            whole = f.type.startswith("int")
+            ok = isinstance(value, numbers.Integral if whole else numbers.Real) and not isinstance(value, bool)
+            if not ok:
+                raise MibenchError(f"{f.name} must be {'a whole number' if whole else 'a number'}, got {value!r}")
+
+    def given(self) -> dict:
+        """The options the caller set (not ``None``), by name."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
     def resolved(self, auto: dict) -> dict:
         """The options as a dict (in field order), each ``None`` replaced by its default from ``auto``."""

@@ -108,13 +108,8 @@ def smile_adaptive_bound(scores: torch.Tensor, floor: float = 5.0, quantile: flo
     bits); a cap at the 99.5th percentile of the joint scores removes at most ~0.5% (<= 0.007 bits),
     and never capping below 5 keeps SMILE-5's robustness where the joint scores are small: a negative
     pair scoring far above the joint pairs (a critic extrapolating into heavy tails, which makes the
-    unclipped DV collapse) is still capped.  Measured with ``mibench.estimate`` (n = 10,000; mean over
-    seeds 0-2 of gaussian d = 10 at 4 bits / of student-t-dof5-5x5 at 1 nat): the 99.5th percentile
-    4.048 bits / 0.868 nats, the 99.9th 4.042 / 0.804, SMILE-5 4.153 / 0.890; the 99th percentile
-    4.054 / 0.869 (seed 0 only), the largest joint score 4.057 / 0.487 (seed 0 only).  Over the
-    whole ``distributions`` family (5 seeds, benchmarks/results/estimate_seeds_smile_adaptive.txt) it
-    matches SMILE-5 within 0.002 nats on every case but student-t-dof5-5x5 (-0.141 vs -0.094 nats):
-    heavy joint tails push the percentile, and with it the cap, up."""
+    unclipped DV collapse) is still capped.  Heavy joint tails push the percentile, and with it the
+    cap, up (why this percentile: docs/estimators.md, "Why the defaults are what they are")."""
     diag = torch.diagonal(scores, dim1=-2, dim2=-1)
     tau = torch.quantile(diag.float(), quantile, dim=-1).to(scores.dtype).clamp_min(floor)
     capped = torch.minimum(scores, tau[..., None, None])

@@ -25,8 +25,7 @@ so a benchmark sees each estimator's real bias and variance:
   :data:`KSG_BRUTE_ABOVE` joint dimensions: max-norm, k-d trees
   (``scipy.spatial.cKDTree``); above (k-d trees degrade towards brute force with dimension):
   Euclidean norms in x and y with the joint max of the two — valid for estimator 1, KSG 2004 §II —
-  by exact blocked GEMM in torch (vision at 64 x 64, 8,192 joint dimensions, n = 10,000: see
-  benchmarks/results/ksg.txt).  The search used is in ``last_info`` and in the sample run's
+  by exact blocked GEMM in torch.  The search used is in ``last_info`` and in the sample run's
   ``config.json`` (``estimator_info``).
 * ``gaussian``: the Gaussian closed form ½ (log det Σ_x + log det Σ_y − log det Σ_xy) on sample
   covariances, i.e. −½ Σ_i log(1 − ρ_i²) over the canonical correlations ρ_i (Hotelling 1936;
@@ -99,10 +98,8 @@ def _jitter(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 #: joint dimension (dx + dz) above which :func:`ksg_mi_continuous` switches from max-norm k-d trees
-#: to the blocked brute-force torch path (k-d trees degrade towards brute force with dimension,
-#: with a Python-level overhead per visited node; measured at n = 10,000, one thread, seconds per
-#: estimate kdtree / brute: 12 joint dims 3.5-5.9 / 2.6-2.9, 16 dims 7.8-8.5 / 2.8-3.1, 20 dims
-#: 11-12 / 2.6-3.0: benchmarks/results/ksg.txt)
+#: to the blocked brute-force torch path (k-d trees degrade towards brute force with dimension, with a
+#: Python-level overhead per visited node; where the two cross: docs/estimators.md, KSG)
 KSG_BRUTE_ABOVE = 12
 #: memory bound of one row block of the brute-force path (bytes of one block x n distance matrix)
 KSG_BLOCK_BYTES = 64 * 2**20
@@ -295,6 +292,8 @@ class Histogram:
 
     kind = "black-box"
     n_parameters = 0
+    #: the largest dimension of x and of y it takes (the conformance suite reads it)
+    max_side_dims = 1
 
     def __init__(self, bins: int = 20):
         if int(bins) != bins or bins < 2:

@@ -13,7 +13,7 @@ import numpy as np
 #: how far (in normal-score units) a held-out value beyond the training range may go past the training
 #: extreme: the tail continues at the end slope and bends towards this bound (tanh), so the map stays
 #: strictly increasing while one far outlier cannot reach a normal score that no density model has seen
-TAIL_BOUND = 0.5
+TAIL_BOUND = 0.05
 
 
 def normal_scores(a: np.ndarray, train: np.ndarray) -> None:

@@ -30,23 +30,30 @@ def _log_k(k: int) -> float:
     return math.log(k)
 
 
-ESTIMATORS.add("nwj", "NWJ / f-GAN KL / MINE-f bound, a(y) = e (trained and reported)", ClassFactory(BoundEstimator, (nwj_bound,), LOWER_BOUND))
-ESTIMATORS.add("js", "trained with the Jensen-Shannon f-GAN objective, reported with NWJ on f + 1", ClassFactory(JSTrainedEstimator, (js_estimate,), LOWER_BOUND))
+ESTIMATORS.add("nwj", "NWJ / f-GAN KL / MINE-f bound, a(y) = e (trained and reported)",
+               ClassFactory(BoundEstimator, (nwj_bound,), LOWER_BOUND))
+ESTIMATORS.add("js", "trained with the Jensen-Shannon f-GAN objective, reported with NWJ on f + 1",
+               ClassFactory(JSTrainedEstimator, (js_estimate,), LOWER_BOUND))
 ESTIMATORS.add("js-paper", "the paper's JS readout (authors' code): the JS-trained critic (shared with js) reported "
-               "with NWJ on f, 1/e nats = 0.53 bits below js at the optimum", ClassFactory(JSTrainedEstimator, (js_paper_estimate,), LOWER_BOUND))
-ESTIMATORS.add("infonce", "InfoNCE / CPC contrastive bound; cannot exceed log K (batch size)", ClassFactory(BoundEstimator, (infonce_bound, _log_k), LOWER_BOUND), aliases=("nce", "cpc"))
-ESTIMATORS.add("dv", "Donsker-Varadhan bound (trained and reported)", ClassFactory(BoundEstimator, (dv_bound,), LOWER_BOUND))
-ESTIMATORS.add("mine", "DV value; gradient de-biased with an EMA (0.9) of the partition term", ClassFactory(MINEEstimator, (), LOWER_BOUND))
+               "with NWJ on f, 1/e nats = 0.53 bits below js at the optimum",
+               ClassFactory(JSTrainedEstimator, (js_paper_estimate,), LOWER_BOUND))
+ESTIMATORS.add("infonce", "InfoNCE / CPC contrastive bound; cannot exceed log K (batch size)",
+               ClassFactory(BoundEstimator, (infonce_bound, _log_k), LOWER_BOUND), aliases=("nce", "cpc"))
+ESTIMATORS.add("dv", "Donsker-Varadhan bound (trained and reported)",
+               ClassFactory(BoundEstimator, (dv_bound,), LOWER_BOUND))
+ESTIMATORS.add("mine", "DV value; gradient de-biased with an EMA (0.9) of the partition term",
+               ClassFactory(MINEEstimator, (), LOWER_BOUND))
 ESTIMATORS.add("smile-5", "SMILE (alias smile), tau = 5: JS-trained critic, DV with partition term clipped to [-5, 5]",
                ClassFactory(JSTrainedEstimator, (partial(smile_bound, clip=5.0),)), aliases=("smile",))
-ESTIMATORS.add("smile-adaptive", "SMILE with tau = max(5, the 99.5th percentile of the joint-pair scores): JS-trained critic, DV with "
-               "partition scores capped there (bias <= ~0.005 nats instead of growing with the MI)",
+ESTIMATORS.add("smile-adaptive", "SMILE with tau = max(5, the 99.5th percentile of the joint-pair scores): JS-trained "
+               "critic, DV with partition scores capped there (bias <= ~0.005 nats instead of growing with the MI)",
                ClassFactory(JSTrainedEstimator, (smile_adaptive_bound,)))
-ESTIMATORS.add("nishiyama", "Nishiyama's KL lower bound from the critic's means and variances on joint and shuffled pairs "
-               "(arXiv:1907.00288, Thm 1; trained and reported)",
+ESTIMATORS.add("nishiyama", "Nishiyama's KL lower bound from the critic's means and variances on joint and shuffled "
+               "pairs (arXiv:1907.00288, Thm 1; trained and reported)",
                ClassFactory(BoundEstimator, (nishiyama_bound,), LOWER_BOUND))
-ESTIMATORS.add("jsd-kl", "MI lower bound Xi(JSD) from the JS-trained classifier's JSD bound (Dorent et al., NeurIPS 2025, "
-               "arXiv:2510.20644); shares the js critic", ClassFactory(JSTrainedEstimator, (jsd_kl_bound,), LOWER_BOUND))
+ESTIMATORS.add("jsd-kl", "MI lower bound Xi(JSD) from the JS-trained classifier's JSD bound (Dorent et al., NeurIPS "
+               "2025, arXiv:2510.20644); shares the js critic",
+               ClassFactory(JSTrainedEstimator, (jsd_kl_bound,), LOWER_BOUND))
 ESTIMATORS.add("tuba", "TUBA bound with a learned constant baseline", ClassFactory(TUBAEstimator, (), LOWER_BOUND))
 
 
@@ -64,7 +71,8 @@ def _smile_factory(match) -> Entry:
                                                 LOWER_BOUND if tau is None else ESTIMATE))
 
 
-ESTIMATORS.add_pattern(r"smile-(inf|infinity|[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)", "smile-<tau> (e.g. smile-1, smile-5, smile-inf)", _smile_factory)
+ESTIMATORS.add_pattern(r"smile-(inf|infinity|[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)",
+                       "smile-<tau> (e.g. smile-1, smile-5, smile-inf)", _smile_factory)
 
 #: the paper's estimator line-up (Table 3), used by ``--estimator all``
 PAPER_ESTIMATORS = ["nwj", "js", "infonce", "dv", "mine", "smile-1", "smile-5", "smile-inf"]
@@ -114,8 +122,8 @@ def _fdime(variant: str) -> ClassFactory:
 
 ESTIMATORS.add("f-dime-kl", "f-DIME, KL divergence, derangement training (Letizia et al. 2024); readout E_p[log D]",
                _fdime("kl"), aliases=("kl-dime",))
-ESTIMATORS.add("f-dime-hd", "f-DIME, squared Hellinger, derangement training (Letizia et al. 2024); readout E_p[log 1/D^2]",
-               _fdime("hd"), aliases=("hd-dime",))
+ESTIMATORS.add("f-dime-hd", "f-DIME, squared Hellinger, derangement training (Letizia et al. 2024); "
+               "readout E_p[log 1/D^2]", _fdime("hd"), aliases=("hd-dime",))
 ESTIMATORS.add("f-dime-gan", "f-DIME (alias f-dime), GAN divergence, derangement training (Letizia et al. 2024); "
                "readout E_p[log (1-D)/D]", _fdime("gan"), aliases=("f-dime", "gan-dime"))
 
@@ -178,25 +186,26 @@ def _family_in(module: str, cls_name: str, **options) -> ClassFactory:
     return ClassFactory(f"mibench.estimators.generative.{module}:{cls_name}", options=options)
 
 
-ESTIMATORS.add("ba", "generative: Barber-Agakov lower bound H(Y) + E[log q(y|x)], q a conditional flow, H(Y) the Gaussian "
-               "entropy of Y's covariance (exact for Gaussian Y, else an upper bound on H(Y)) (sample protocol)",
+ESTIMATORS.add("ba", "generative: Barber-Agakov lower bound H(Y) + E[log q(y|x)], q a conditional flow, H(Y) the "
+               "Gaussian entropy of Y's covariance (exact for Gaussian Y, else an upper bound on H(Y)) (sample "
+               "protocol)",
                _family("BarberAgakovFlow"))
 ESTIMATORS.add("gm-flow", "generative: H(X) + H(Y) - H(X, Y) with three normalising flows, held-out (sample protocol)",
                _family("GMFlow"), aliases=("gm",))
-ESTIMATORS.add("club", "generative: CLUB upper bound E_p[log q(y|x)] - E_p(x)p(y)[log q(y|x)] (Cheng et al. 2020), q a "
-               "conditional Gaussian (the paper's); an upper bound only for the true conditional (sample protocol)",
+ESTIMATORS.add("club", "generative: CLUB upper bound E_p[log q(y|x)] - E_p(x)p(y)[log q(y|x)] (Cheng et al. 2020), "
+               "q a conditional Gaussian (the paper's); an upper bound only for the true conditional (sample protocol)",
                _family("CLUBGaussian"))
-ESTIMATORS.add("mienf", "generative: MIENF (Butakov et al. 2024), flows f_X, f_Y to a learned Gaussian base, the base's "
-               "closed-form MI (sample protocol)", _family_in("mienf", "MIENF"))
+ESTIMATORS.add("mienf", "generative: MIENF (Butakov et al. 2024), flows f_X, f_Y to a learned Gaussian base, the "
+               "base's closed-form MI (sample protocol)", _family_in("mienf", "MIENF"))
 ESTIMATORS.add("mienf-tridiag", "generative: MIENF with the tridiagonal base (correlations rho_i between paired "
                "latents only), I = -1/2 sum log(1 - rho_i^2) (sample protocol)",
                _family_in("mienf", "MIENF", tridiagonal=True))
-ESTIMATORS.add("minde-c", "generative: MINDE (Franzese et al. 2024), score-based diffusion of y with and without x; I from "
-               "the integrated difference of the two denoisers (sample protocol)", _family_in("minde", "MINDE"))
+ESTIMATORS.add("minde-c", "generative: MINDE (Franzese et al. 2024), score-based diffusion of y with and without x; "
+               "I from the integrated difference of the two denoisers (sample protocol)", _family_in("minde", "MINDE"))
 ESTIMATORS.add("minde-j", "generative: MINDE joint variant, one denoiser of [x, y] jointly and of each part alone "
                "(sample protocol)", _family_in("minde", "MINDE", joint=True, ema=0.0))
-ESTIMATORS.add("fmmi-c", "generative: FMMI (Butakov et al. 2025), flow matching from p(y) to p(y|x); I = -int E[div v] dt "
-               "(sample protocol)", _family_in("fmmi", "FMMI"))
+ESTIMATORS.add("fmmi-c", "generative: FMMI (Butakov et al. 2025), flow matching from p(y) to p(y|x); "
+               "I = -int E[div v] dt (sample protocol)", _family_in("fmmi", "FMMI"))
 ESTIMATORS.add("fmmi-j", "generative: FMMI, flow matching from p(x)p(y) to p(x,y) on [x, y]; I = -int E[div v] dt "
                "(sample protocol)", _family_in("fmmi", "FMMI", joint=True))
 ESTIMATORS.add("hybrid-resampled", "generative + critic: DoE with zuko flows plus an NWJ critic on the residual "
@@ -204,11 +213,12 @@ ESTIMATORS.add("hybrid-resampled", "generative + critic: DoE with zuko flows plu
                "torch-mist's resampled hybrid) (sample protocol)",
                ClassFactory("mibench.estimators.hybrid:ResampledHybrid",
                             options={"generative": _family_in("doe", "DoEFlow", flows="zuko-maf")}))
-ESTIMATORS.add("flo", "FLO lower bound 1 + E[-u - exp(-u + g(x,y') - g(x,y))] (Guo et al. 2022), joint critic g and "
-               "u-network trained on the data, not capped by the batch size (sample protocol)",
+ESTIMATORS.add("flo", "FLO lower bound 1 + E[-u - exp(-u + g(x,y') - g(x,y))] (Guo et al. 2022), joint critic g "
+               "and u-network trained on the data, not capped by the batch size (sample protocol)",
                ClassFactory("mibench.estimators.flo:FLOEstimator"))
-ESTIMATORS.add("l1out", "generative: leave-one-out upper bound (Poole et al. 2019 eq. 13), q a conditional flow, blocks of "
-               "256 pairs; an upper bound only for the true conditional (sample protocol)", _family("L1OutFlow"))
+ESTIMATORS.add("l1out", "generative: leave-one-out upper bound (Poole et al. 2019 eq. 13), q a conditional flow, "
+               "blocks of 256 pairs; an upper bound only for the true conditional (sample protocol)",
+               _family("L1OutFlow"))
 
 
 def estimator_entry(name) -> Entry:

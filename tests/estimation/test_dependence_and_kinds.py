@@ -29,7 +29,7 @@ def pairs():
 def test_deterministic_dependence_is_flagged_not_measured(pairs, make_y, what, estimator):
     x = pairs[0]
     with pytest.warns(DependenceWarning, match="infinite"):
-        res = mibench.estimate(x, make_y(x), estimator=estimator, steps=50)
+        res = mibench.estimate(x, make_y(x), estimator=estimator, **({"steps": 50} if estimator == "smile" else {}))
     assert math.isinf(res.mi) and res.status == "deterministic", what
     assert res.n_parameters == 0 and res.settings["reason"]
 

@@ -15,10 +15,10 @@ the held-out test split.
   true conditional (Theorem 3.1); with a learned q it can fall below the truth (Theorem 3.2 needs q
   close to p in KL).  q is the paper's variational family, a Gaussian with MLP mean and diagonal
   variance (§3.2), not a flow: the second term averages log q over mismatched pairs, far in q's
-  tails, where a flow's sinh-arcsinh tails decay faster than a Gaussian's (measured, Gaussian d = 5
-  at 4 bits: 64.6 bits with the flow; the Gaussian q's population value there is 14.6 bits: for
-  jointly Gaussian X, Y, I_CLUB = sum_k rho_k^2 / (1 - rho_k^2) nats, far above the MI).  The product-of-marginals term averages log q(y_(i+s) | x_i) over ``shifts``
-  cyclic shifts s of the test pairs (each shift is a derangement of i.i.d. pairs).
+  tails, where a flow's sinh-arcsinh tails decay faster than a Gaussian's and read far higher (for
+  jointly Gaussian X, Y the Gaussian q's population value is sum_k rho_k^2 / (1 - rho_k^2) nats, already
+  far above the MI).  The product-of-marginals term averages log q(y_(i+s) | x_i) over ``shifts`` cyclic
+  shifts s of the test pairs (each shift is a derangement of i.i.d. pairs).
 * ``l1out`` -- the leave-one-out upper bound (Poole et al., "On variational bounds of mutual
   information", ICML 2019, eq. 13): E[log q(y_i|x_i) - log 1/(K-1) sum_(j != i) q(y_i|x_j)] over
   blocks of K test pairs; an upper bound when q is the true conditional, for every K.

@@ -30,8 +30,8 @@ from typing import ClassVar
 
 import torch
 
-from mibench.estimators.generative.base import DensityModelEstimator, FlowSettings
 from mibench.estimators.generative.nets import TimeMLP
+from mibench.estimators.trained import HeldOutEstimator, TrainedSettings
 
 EXACT_DIV_MAX_DIM = 32
 HUTCHINSON_PROBES = 4
@@ -58,7 +58,7 @@ def divergence(fn, z: torch.Tensor, generator: torch.Generator | None = None) ->
 
 
 @dataclass(frozen=True)
-class FMMISettings(FlowSettings):
+class FMMISettings(TrainedSettings):
     """``joint`` picks the variant; ``readout_passes``: draws of (t, partners) per held-out pair in the
     estimate; ``hidden``: the velocity MLP's width."""
 
@@ -66,10 +66,11 @@ class FMMISettings(FlowSettings):
     joint: bool = False
     readout_passes: int = 8
 
-    RANGES: ClassVar[dict] = {**FlowSettings.RANGES, "readout_passes": (1, float("inf"), True, False)}
+    RANGES: ClassVar[dict] = {**TrainedSettings.RANGES, "hidden": (1, float("inf"), True, False),
+                              "readout_passes": (1, float("inf"), True, False)}
 
 
-class FMMI(DensityModelEstimator):
+class FMMI(HeldOutEstimator):
     """``fmmi-c`` / ``fmmi-j`` (module docstring); settings: :class:`FMMISettings`."""
 
     name = "fmmi-c"

@@ -16,12 +16,11 @@ and when the base fits, the MI is that of the Gaussian:
 * ``mienf-tridiag`` -- the paper's tridiagonal base: unit variances and correlations rho_i between
   xi_i and eta_i only (i <= min(dx, dy)), I = -1/2 sum_i log(1 - rho_i^2): the flows must bring the
   dependence into canonical pairs (any Gaussian can be: canonical correlation analysis is linear).
-  Elementwise layers and couplings on alternating masks learn that rotation slowly (measured, gauss
-  1x1 at 1 bit, 1,000 steps: 0.48 bits, rho still rising), so this variant starts at the linear
-  solution: x and y are first mapped by the training split's CCA transforms (one invertible linear
-  map per variable, which leaves the MI unchanged) and rho starts at the canonical correlations.
-  Likewise the general base starts at the training pairs' covariance (measured, gauss 1x1 at 1 bit,
-  n = 2,000, 400 steps: 0.23 bits from the identity, the Cholesky factor still moving).
+  Elementwise layers and couplings on alternating masks learn that rotation slowly, so this variant
+  starts at the linear solution: x and y are first mapped by the training split's CCA transforms (one
+  invertible linear map per variable, which leaves the MI unchanged) and rho starts at the canonical
+  correlations.  Likewise the general base starts at the training pairs' covariance instead of the
+  identity (what either start changes: docs/estimators.md, MIENF).
 
 The flows are those of :mod:`.flows` (affine, RealNVP couplings, sinh-arcsinh), the data rules, split
 and early stopping those of :mod:`mibench.estimators.trained` (x is modelled, so it is jittered like y).  The MI is read

@@ -21,26 +21,15 @@ and the last term vanishes as T grows (both tend to N(0, I)).  With a denoiser e
 
 Training is denoising score matching (eps prediction) with t drawn from q(t) proportional to
 beta(t) / s_t^2 on [T_MIN, 1] (:func:`training_times`; the paper's importance sampling, after Huang et
-al. 2021, as the authors' code trains with ``--importance_sampling``): the readout weighs each t by
-that same beta / (2 s_t^2), which grows like 1/t near 0, so an error of the denoisers at small t is
-magnified there, and q puts 15 % of the draws below t = 0.01 where a uniform t put 1 %.  The weights
-read out by ``minde-c`` are an exponential moving average (``ema`` = 0.995 unless ``training`` /
-``ema`` says otherwise; the authors' code reads out its EMA copy, for both variants).  Measured
-against the authors' code (benchmarks/results/minde_vs_authors.txt, gauss-dense-5x5, n 5,000, seeds
-0-2, bits): with uniform t and raw weights mibench's minde-c read 1.24 at a truth of 1 (the authors'
-0.90) and 4.70 at 4 (3.76), minde-j 1.43 (1.16) and 4.44 (4.11) -- the difference of two denoisers'
-outputs is squared, so their errors add to the estimate.  With q(t): minde-c 1.17 and 4.44, minde-j
-1.23 and 4.09; adding the EMA: minde-c 0.96 and 4.20, but minde-j 0.93 and 3.63 (its average lags
-behind the joint fit, so it stays off for minde-j).  The integral over t is a trapezoid rule on ``readout_times`` points
-spaced evenly in phi(t) = log(exp(int_0^t beta) - 1) on [T_MIN, 1] (:func:`readout_nodes`): d phi = beta / s_t^2 dt,
-so the integral is 1/2 int E||eps_hat_p - eps_hat_q||^2 d phi, a smooth integrand in phi (the change of
+al. 2021): the readout weighs each t by that same beta / (2 s_t^2), which grows like 1/t near 0, so
+the denoisers must be good at small t.  ``minde-c`` reads out an exponential moving average of the
+weights (``ema`` = 0.995, as the authors' code); ``minde-j`` does not (its average lags behind the
+joint fit).  The integral over t is a trapezoid rule on ``readout_times`` points evenly spaced in
+phi(t) = log(exp(int_0^t beta) - 1) on [T_MIN, 1] (:func:`readout_nodes`): d phi = beta / s_t^2 dt, so
+the integral is 1/2 int E||eps_hat_p - eps_hat_q||^2 d phi, a smooth integrand in phi (the change of
 variables behind the paper's importance-sampled Monte Carlo over t), each point averaged over the
-held-out pairs with fresh noise.  The same 64 points evenly spaced in log s_t^2 with a trapezoid in t
-leave one interval for t in [0.44, 1], where s_t^2 -> 1, and over-read the integral: on trained minde-c
-models (gauss-dense-5x5, 4 bits, seeds 0-2) 4.20 +- 0.14 bits against 3.66 for 2,000 points in phi and
-3.68 for a Monte Carlo over t ~ beta / s^2, which this rule gives with 64
-(benchmarks/results/minde_vs_authors.txt).  The data rules, split and early stopping
-(on the validation pairs' denoising loss) are :mod:`mibench.estimators.trained`'s.
+held-out pairs with fresh noise.  Why these choices (the comparison with the authors' code):
+docs/estimators.md, "The newer estimators against the truth and against their references".
 """
 from __future__ import annotations
 
@@ -50,8 +39,8 @@ from typing import ClassVar
 
 import torch
 
-from mibench.estimators.generative.base import DensityModelEstimator, FlowSettings
 from mibench.estimators.generative.nets import TimeMLP
+from mibench.estimators.trained import HeldOutEstimator, TrainedSettings
 
 BETA_MIN, BETA_MAX = 0.1, 20.0
 T_MIN = 1e-3
@@ -105,7 +94,7 @@ def training_times(n: int, generator=None, device=None, dtype=torch.float32) -> 
 
 
 @dataclass(frozen=True)
-class MINDESettings(FlowSettings):
+class MINDESettings(TrainedSettings):
     """``joint`` picks the variant; ``readout_times``: quadrature points of the readout (evenly spaced in
     phi(t), module docstring); ``hidden``: the denoiser's width; ``ema``: :data:`EMA` for ``minde-c``
     and 0 for ``minde-j`` unless given (module docstring)."""
@@ -115,10 +104,11 @@ class MINDESettings(FlowSettings):
     readout_times: int = 64
     ema: float = EMA
 
-    RANGES: ClassVar[dict] = {**FlowSettings.RANGES, "readout_times": (2, float("inf"), True, False)}
+    RANGES: ClassVar[dict] = {**TrainedSettings.RANGES, "hidden": (1, float("inf"), True, False),
+                              "readout_times": (2, float("inf"), True, False)}
 
 
-class MINDE(DensityModelEstimator):
+class MINDE(HeldOutEstimator):
     """``minde-c`` / ``minde-j`` (module docstring); settings: :class:`MINDESettings`."""
 
     name = "minde-c"

@@ -40,7 +40,11 @@ def estimate_once(name: str, x: np.ndarray, y: np.ndarray, seed: int, critic: st
                 out["clipped"] = bool(res.clipped)
             out["n_parameters"] = int(getattr(res, "n_parameters", 0) or 0)
         else:
-            obj = entry.obj()
+            from mibench.estimation.estimate import parameters_of, sample_estimator
+            from mibench.utils.device import resolve_device
+
+            obj = sample_estimator(entry.obj(), str(resolve_device(device)))
+            out["parameters"] = parameters_of(obj)
             raw = obj.estimate(x, y, seed=int(seed))
             out["seconds"] = time.perf_counter() - t0
             try:

@@ -169,7 +169,7 @@ def run_sample(prepared, out_dir=None, *, progress: bool = False, plot: bool = T
     run_id = life.run_id(run_id)
     rows = _kept_rows(life)
     t0 = time.perf_counter()
-    with life.running(_header(prepared, run_id, extra), carry=("estimator_info",)) as config:
+    with life.running(_header(prepared, run_id, extra), carry=("estimator_info", "estimator_settings")) as config:
         worker = EstimateWorker() if cfg.timeout is not None else None
         estimate = (lambda job: worker.run(job, cfg.timeout)) if worker is not None else (lambda job: estimate_once(*job))
         done = False
@@ -180,6 +180,8 @@ def run_sample(prepared, out_dir=None, *, progress: bool = False, plot: bool = T
                 rows.append(_row(res, run_id, task.name, name, prepared.kinds, cfg, seed, level))
                 if res.get("info"):      # how the estimator ran (e.g. ksg's neighbour search)
                     config.setdefault("estimator_info", {}).setdefault(name, res["info"])
+                if res.get("parameters"):    # a trained estimator's typed settings, as it ran
+                    config.setdefault("estimator_settings", {}).setdefault(name, res["parameters"])
                 if progress:
                     _print_progress(rows[-1], len(rows), len(cfg.levels) * len(cfg.seeds) * len(cfg.estimators))
                 if life.out is not None:
