@@ -21,7 +21,9 @@ read through a local fit) by a millionth of the gap between neighbouring values:
    |y_(i+1) - y_(i-1)| / 2, a few units of rounding of the values): y = x, exp(x), -x^3, 2x + 1
    pass (at n = 100 the quintic leaves ~1e-8 of the gap on exp(x)), y = x + s noise fails for
    s >= 1e-6 * gap / 2 (for standardised x and n <= 10^5 pairs, any s >= 1e-10).
-2. **a linear map.**  Where the continuous columns number at most :data:`CCA_MAX_DIM` and their
+2. **a linear map.**  Where there are more pairs than continuous columns plus one (with fewer, n
+   centred pairs span at most n - 1 dimensions and a canonical correlation of 1 is forced: no
+   evidence), the continuous columns number at most :data:`CCA_MAX_DIM` and their
    largest canonical correlation (from the covariance) exceeds :data:`SCREEN_CORRELATION`, the
    relation is confirmed on the data themselves (:func:`_linear_residual`): the smallest sine of
    the principal angles between the centred column spans, sin(theta) = |residual| / |y| of the best
@@ -165,6 +167,8 @@ def _linear_relation(raw_x: np.ndarray, raw_y: np.ndarray) -> str | None:
     scaled to unit variance first, which leaves canonical correlations unchanged)."""
     from mibench.estimation.gaussian_start import canonical_correlations
 
+    if raw_x.shape[0] <= raw_x.shape[1] + raw_y.shape[1] + 1:
+        return None     # n centred pairs span at most n - 1 dimensions: a canonical correlation of 1 is forced
     xs, ys = raw_x / raw_x.std(0), raw_y / raw_y.std(0)
     z = np.concatenate([xs, ys], axis=1)
     d = z.shape[1]

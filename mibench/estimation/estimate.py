@@ -246,15 +246,21 @@ def _sample_estimate(obj, xa, ya, settings: EstimateSettings, base: dict, t_star
         raise MibenchError(f"estimator {base['estimator']!r} returned {type(raw).__name__}, not a number") from None
     if not math.isfinite(raw):
         raise MibenchError(f"estimator {base['estimator']!r} returned {raw}")
+    from mibench.estimation.plausibility import implausible, pairs_read, stderr_of
+
     status = getattr(obj, "status", None)
+    status = status if isinstance(status, str) and status else "not_assessed"
+    used = {"kind": getattr(obj, "kind", ""), "info": str(getattr(obj, "last_info", "") or ""),
+            "device": str(device), "parameters": parameters_of(obj)}
+    mi = max(raw, 0.0)
+    flag = implausible(raw, pairs_read(obj, xa.shape[0]), stderr_of(obj))
+    if flag:
+        status, used["implausible"] = flag
+        mi = math.nan if status == "failed_fit" else mi
     scale = settings.scale
-    return EstimateResult(mi=max(raw, 0.0) * scale, mi_raw=raw * scale, clipped=raw < 0,
-                          status=status if isinstance(status, str) and status else "not_assessed",
-                          seconds=time.perf_counter() - t_start,
-                          n_parameters=int(getattr(obj, "n_parameters", 0) or 0),
-                          settings={"kind": getattr(obj, "kind", ""), "info": str(getattr(obj, "last_info", "") or ""),
-                                    "device": str(device), "parameters": parameters_of(obj)},
-                          **base)
+    return EstimateResult(mi=mi * scale, mi_raw=raw * scale, clipped=raw < 0, status=status,
+                          seconds=time.perf_counter() - t_start, n_parameters=int(getattr(obj, "n_parameters", 0) or 0),
+                          settings=used, **base)
 
 
 def _critic_estimate(xa, ya, settings: EstimateSettings, sizes: SizedTraining, base: dict,
@@ -314,12 +320,19 @@ def _critic_estimate(xa, ya, settings: EstimateSettings, sizes: SizedTraining, b
     if not math.isfinite(out.raw):
         raise MibenchError(f"estimator {est_name!r} diverged at step {out.diverged_at} before any finite held-out "
                            "value; try a smaller lr or another estimator")
+    from mibench.estimation.plausibility import implausible
+
     status = out.status
     if sizes.n_test and out.raw > ceiling - NEAR_CEILING_NATS:
         status = "near_ceiling"
+    mi = max(out.raw, 0.0)
+    flag = implausible(out.raw, used["readout_pairs"], out.stderr) if sizes.n_test else None
+    if flag:
+        status, used["implausible"] = flag
+        mi = math.nan if status == "failed_fit" else mi
     scale = settings.scale
     return EstimateResult(
-        mi=max(out.raw, 0.0) * scale, units=base["units"], estimator=est_name, critic=settings.critic,
+        mi=mi * scale, units=base["units"], estimator=est_name, critic=settings.critic,
         curve=out.curve * scale, train_estimate=out.train_estimate * scale, n_train=sizes.n_train,
         n_test=sizes.n_test, diverged_at=out.diverged_at, status=status, mi_stderr=out.stderr * scale,
         mi_raw=out.raw * scale, clipped=bool(out.raw < 0), seconds=time.perf_counter() - t_start,
@@ -411,4 +424,5 @@ def _train_critic(xa, ya, tr, te, est_name: str, s: dict, settings: EstimateSett
     out = train_held_out(net, head, optimizer, data, loop, progress=settings.progress)
     ceiling = getattr(head, "ceiling_nats", None)
     k = readout_pairs(head, len(te))          # the readout's matrix: at most 4,096 held-out pairs a side
+    used["readout_pairs"] = k
     return out, used, n_parameters, float(ceiling(k)) if ceiling is not None and len(te) else math.inf

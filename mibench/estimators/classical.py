@@ -242,8 +242,14 @@ def _principal_part(a: np.ndarray, rtol: float = 1e-10) -> np.ndarray:
 
 def gaussian_mi_samples(a: np.ndarray, b: np.ndarray) -> float:
     """½ (log det Σ_a + log det Σ_b − log det Σ_ab) from sample covariances (nats); each side is
-    first restricted to its non-degenerate principal subspace (:func:`_principal_part`)."""
-    a, b = _principal_part(a), _principal_part(b)
+    z-scored (the MI does not depend on a column's scale, and covariances of values near 1e200 overflow)
+    and restricted to its non-degenerate principal subspace (:func:`_principal_part`).  With no more
+    pairs than dimensions the sample covariance is singular by construction, which is no evidence of a
+    deterministic relation: a one-line error."""
+    a, b = _principal_part(zscore(a)[0]), _principal_part(zscore(b)[0])
+    if a.shape[0] <= a.shape[1] + b.shape[1] + 1:
+        raise MibenchError(f"gaussian needs more pairs than dimensions: {a.shape[0]} pairs for {a.shape[1]} + "
+                           f"{b.shape[1]} non-degenerate dimensions (the sample covariance is singular)")
     cov = np.cov(np.hstack([a, b]), rowvar=False).reshape(a.shape[1] + b.shape[1], -1)
     da = a.shape[1]
     _, ld_a = np.linalg.slogdet(cov[:da, :da])

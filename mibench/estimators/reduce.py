@@ -9,8 +9,9 @@ dependence of such data is often carried by a few directions (the classes shared
 benchmark's vision and text tasks), which canonical correlation analysis finds.  Steps, on the
 (already normal-scored, z-scored) training rows:
 
-1. **PCA** of each side to at most ``pca_dim`` components (randomized SVD, Halko et al. 2011,
-   Alg. 4.4 via :func:`torch.svd_lowrank`, seeded), so the next step's matrices stay small;
+1. **PCA** of each side to at most ``pca_dim`` components and at most (fitting rows) / 8 (randomized
+   SVD, Halko et al. 2011, Alg. 4.4 via :func:`torch.svd_lowrank`, seeded), so the next step's matrices
+   stay small and the CCA has at least 4 rows per dimension;
 2. **ridge-regularised CCA** (Vinod 1976; the shrinkage form of Tuzhilina et al. 2023): each side is
    whitened by ((1 - lam) S + lam * mean(diag S) I)^(-1/2), S its training covariance in the PCA basis,
    and the SVD of the whitened cross-covariance gives canonical directions with correlations s_i.
@@ -34,6 +35,9 @@ PCA_DIM = 512            # at most this many principal components per side befor
 RIDGE = 0.3              # shrinkage of each side's covariance towards a multiple of the identity
 NULL_MARGIN = 1.5        # keep canonical directions with correlation > NULL_MARGIN x the null's largest
 MAX_RANK = 64            # at most this many canonical directions per side
+MIN_ROWS_PER_DIM = 4     # the PCA keeps at most (fit rows) / (2 x this) components a side: the CCA is fitted on
+                         # at least this many rows per dimension (with fewer rows than dimensions every
+                         # canonical correlation is 1 by construction, and the projections are noise)
 
 
 def _pca_basis(a: torch.Tensor, k: int, seed: int) -> torch.Tensor:
@@ -64,6 +68,7 @@ def fit_canonical_reduction(x: np.ndarray, y: np.ndarray, train: np.ndarray, see
     xt = torch.as_tensor(x, dtype=torch.float32)[idx]
     yt = torch.as_tensor(y, dtype=torch.float32)[idx]
     xt, yt = xt - xt.mean(0), yt - yt.mean(0)
+    pca_dim = max(1, min(pca_dim, len(train) // (2 * MIN_ROWS_PER_DIM)))
     px, py = _pca_basis(xt, pca_dim, seed), _pca_basis(yt, pca_dim, seed + 1)
     zx, zy = (xt @ px).double(), (yt @ py).double()
     wx, wy = _ridge_whitener(zx, lam), _ridge_whitener(zy, lam)

@@ -37,7 +37,7 @@ SAMPLE_SUMMARY_EXTRA = ["kind", "n", "estimates", "failed", "seconds", "n_parame
 SUMMARY_METRICS = ["mean_estimate", "bias", "variance", "mse"]
 SUMMARY_FLOATS = ("true_mi", *SUMMARY_METRICS)
 #: outcomes of one sample-protocol estimate (``status`` column of sample_estimates.csv)
-SAMPLE_OUTCOMES = ("ok", "error", "non_finite", "timeout", "crashed")
+SAMPLE_OUTCOMES = ("ok", "error", "non_finite", "implausible", "timeout", "crashed")
 
 
 # ----------------------------------------------------------------------------- summary.csv

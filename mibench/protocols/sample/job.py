@@ -1,6 +1,7 @@
 """One estimate of one dataset under the sample protocol, in this process: the job an estimate
 worker (:class:`mibench.protocols.workers.EstimateWorker`) runs.  Never raises for a failing estimator: the
-outcome (``ok``, ``error``, ``non_finite``) is returned with the error text."""
+outcome (``ok``, ``error``, ``non_finite``, ``implausible``: the plausibility rule of
+:mod:`mibench.estimation.plausibility`) is returned with the error text."""
 from __future__ import annotations
 
 import math
@@ -10,6 +11,7 @@ import traceback
 import numpy as np
 
 from mibench.errors import MibenchError, one_line
+from mibench.estimation.plausibility import IMPLAUSIBLE
 from mibench.records.io import float_or_nan
 from mibench.utils.units import LN2
 
@@ -33,8 +35,11 @@ def estimate_once(name: str, x: np.ndarray, y: np.ndarray, seed: int, critic: st
             res = estimate(x, y, estimator=name, critic=critic, seed=int(seed), units="nats", device=device,
                            **(estimate_kwargs or {}))
             out["seconds"] = time.perf_counter() - t0
-            value = float(getattr(res, "mi", res))
             out["mi_status"] = str(getattr(res, "status", "") or "")
+            # an implausible value is recorded as read (mi is NaN or kept for it), a plausible one as reported
+            value = float(res.mi_raw if out["mi_status"] in IMPLAUSIBLE else getattr(res, "mi", res))
+            if out["mi_status"] in IMPLAUSIBLE:
+                out["error"] = str(res.settings.get("implausible", ""))
             out["mi_stderr_nats"] = float_or_nan(getattr(res, "mi_stderr", float("nan")))
             if hasattr(res, "clipped"):
                 out["clipped"] = bool(res.clipped)
@@ -55,11 +60,20 @@ def estimate_once(name: str, x: np.ndarray, y: np.ndarray, seed: int, critic: st
             out["mi_status"] = str(getattr(obj, "status", "") or "")
             out["info"] = str(getattr(obj, "last_info", "") or "")
         out["value_nats"] = value
-        if math.isfinite(value):
-            out["status"] = "ok"
-        else:
+        if kind != CRITIC:
+            from mibench.estimation.plausibility import implausible, pairs_read, stderr_of
+
+            flag = implausible(value, pairs_read(obj, len(x)), stderr_of(obj))
+            if flag:
+                out["mi_status"], out["error"] = flag
+        if not math.isfinite(value):
             out["status"] = "non_finite"
             out["error"] = f"estimate is {value}"
+        elif out["mi_status"] in IMPLAUSIBLE:
+            out["status"] = "implausible"
+            out["error"] = out["error"] or f"{out['mi_status']}: the estimate cannot stand as a result"
+        else:
+            out["status"] = "ok"
     except BaseException as exc:  # recorded, the run carries on (KeyboardInterrupt re-raised)
         if isinstance(exc, KeyboardInterrupt):
             raise

@@ -18,7 +18,9 @@ it (plus wall-clock seconds), and bias / variance / MSE are taken **over seeds**
 * Resume: the estimates already in ``sample_estimates.csv`` are kept and the rest are run.
 
 Two status columns: ``status`` is the outcome of the estimate as a computation (``ok``, ``error``,
-``non_finite``, ``timeout``, ``crashed``); ``mi_status`` is how far the estimator itself trusts its
+``non_finite``, ``timeout``, ``crashed``) or ``implausible`` (a number the plausibility rule of
+:mod:`mibench.estimation.plausibility` refuses: counted as failed, never averaged); ``mi_status`` is
+how far the estimator itself trusts its
 number: for critic-bound estimators :class:`mibench.estimation.EstimateResult`'s ``status``, with
 ``mi_stderr`` its standard error (bits) and ``clipped`` whether a negative held-out value was
 reported as 0; for black-box / generative estimators that return a bare float, the object's
