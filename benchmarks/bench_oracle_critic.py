@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from peers.comparison import table_writer  # noqa: E402
 
 from mibench.estimation.gaussian_start import GaussianResidualCritic, fit_start  # noqa: E402
 from mibench.estimators.bounds import dv_bound  # noqa: E402
@@ -45,10 +46,11 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    lines = [f"# bench_oracle_critic: n = {args.n} (80 % training, 20 % held out as in mibench.estimate), truth 1 nat; "
-             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
-             f"{'case':20s} {'seed':>4s} {'oracle':>7s} {'fitted':>7s} {'fitted_raw':>10s} {'pooled':>7s} {'start':>7s}  start chosen"
-             "   (DV on the held-out pairs, nats)"]
+    emit = table_writer(Path(args.out), []) if args.out else print
+    emit(f"# bench_oracle_critic: n = {args.n} (80 % training, 20 % held out as in mibench.estimate), truth 1 nat; "
+         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    emit(f"{'case':20s} {'seed':>4s} {'oracle':>7s} {'fitted':>7s} {'fitted_raw':>10s} {'pooled':>7s} {'start':>7s}  "
+         "start chosen   (DV on the held-out pairs, nats)")
     for case in args.cases.split(","):
         task = make_task(case)
         cov_true = task.covariance(task.rho(1.0 / np.log(2)))
@@ -63,13 +65,10 @@ def main() -> int:
             dx = x.shape[1]
             start = fit_start(z[tr], dx)
             true_dof = float(task.dof) if task.kind == "student-t" else float("inf")
-            lines.append(f"{case:20s} {seed:4d} {held_out_dv(z, te, dx, cov_true, dof=true_dof):7.3f} "
-                         f"{held_out_dv(z, te, dx, fit, len(tr)):7.3f} {held_out_dv(z, te, dx, fit):10.3f} "
-                         f"{held_out_dv(z, te, dx, fit, len(tr), pool=True):7.3f} "
-                         f"{held_out_dv(z, te, dx, start.scale, len(tr), start.dof, start.pool):7.3f}  {start.info()}")
-            print(lines[-1], flush=True)
-    if args.out:
-        Path(args.out).write_text("\n".join(lines) + "\n")
+            emit(f"{case:20s} {seed:4d} {held_out_dv(z, te, dx, cov_true, dof=true_dof):7.3f} "
+                 f"{held_out_dv(z, te, dx, fit, len(tr)):7.3f} {held_out_dv(z, te, dx, fit):10.3f} "
+                 f"{held_out_dv(z, te, dx, fit, len(tr), pool=True):7.3f} "
+                 f"{held_out_dv(z, te, dx, start.scale, len(tr), start.dof, start.pool):7.3f}  {start.info()}")
     return 0
 
 
