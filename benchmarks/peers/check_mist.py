@@ -1,8 +1,10 @@
 """Can MIST (Gritsai et al. 2025, PyPI ``mist-statinf``, a meta-learned amortized MI estimator) run
 offline on the sample leaderboard's datasets?  Run in MIST's own environment (never imports mibench):
 
-    python -m venv /work/peers/mist && /work/peers/mist/bin/pip install torch==2.13.0 mist-statinf==0.1.1
-    /work/peers/mist/bin/python benchmarks/peers/check_mist.py > benchmarks/results/mist_offline.txt
+    python -m venv $PEER_VENV && $PEER_VENV/bin/pip install torch==2.13.0 mist-statinf==0.1.1
+    $PEER_VENV/bin/python benchmarks/peers/check_mist.py > benchmarks/results/mist_offline.txt
+
+($PEER_VENV: any directory for MIST's own virtual environment.)
 
 It checks (1) whether the installed wheel holds any checkpoint file, (2) whether the checkpoint paths
 its README uses exist, and (3) what ``MISTQuickEstimator`` does without a checkpoint: if two builds

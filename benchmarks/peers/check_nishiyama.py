@@ -1,8 +1,11 @@
 """mibench's ``nishiyama`` bound beside torchfd's ``NishiyamaLoss`` (its reference implementation,
 github.com/VanessB/pytorch-fd commit 51e7b4a) where the critic is fixed, so that training plays no part:
 
-    flock /tmp/mibench-measure.lock python benchmarks/peers/check_nishiyama.py \
-        --torchfd-src /work/peers/src/torchfd/source/python [--out benchmarks/results/nishiyama_checks.txt]
+    python benchmarks/peers/check_nishiyama.py [--torchfd-src $TORCHFD_SRC/source/python] \
+        [--out benchmarks/results/nishiyama_checks.txt]
+
+(``--torchfd-src``, default the environment variable ``TORCHFD_SRC_PYTHON``, required: the folder holding
+torchfd/ in the fetched pytorch-fd source, as run_mutinfo.py lays it out.)
 
 torchfd needs only torch, so its unchanged source is imported here beside mibench (the trained
 comparison, each side in its own environment, is compare_authors.py).  On gauss-dense-5x5 at 1 and 4
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -59,10 +63,13 @@ def gaussian_log_ratio(task, bits: float):
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--torchfd-src", required=True, help="the folder holding torchfd/ (the fetched pytorch-fd's source/python)")
+    ap.add_argument("--torchfd-src", default=os.environ.get("TORCHFD_SRC_PYTHON"),
+                    help="the folder holding torchfd/ (the fetched pytorch-fd's source/python; default $TORCHFD_SRC_PYTHON)")
     ap.add_argument("--replicates", type=int, default=100)
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "nishiyama_checks.txt"))
     args = ap.parse_args()
+    if not args.torchfd_src:
+        ap.error("--torchfd-src (or $TORCHFD_SRC_PYTHON) is required: the folder holding torchfd/")
     sys.path.insert(0, args.torchfd_src)
 
     import torch

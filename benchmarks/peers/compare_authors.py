@@ -2,15 +2,17 @@
 side in its own environment (the reference through its runner in benchmarks/peers/), per seed, with
 seconds per estimate.
 
-    flock /tmp/mibench-measure.lock python benchmarks/peers/compare_authors.py \
+    MINDE_PYTHON=... MUTINFO_PYTHON=... python benchmarks/peers/compare_authors.py \
         [--estimators minde-c,minde-j] [--cases gauss-dense-5x5@1,...] [--n 5000] [--seeds 0,1,2] \
         [--out benchmarks/results/minde_vs_authors.txt] [--reference-from EARLIER_TABLE]
 
-Pairs (mibench name -> runner, reference name, reference environment's python):
+Pairs (mibench name -> runner, reference name; the reference environment's python, from ``--minde-python`` /
+``--mutinfo-python`` or else the environment variable, required unless ``--reference-from`` or ``--summarize``):
 
-* ``minde-c``, ``minde-j`` -> run_minde.py (github.com/MustaphaBounoua/minde, the authors' code), /work/peers/minde;
+* ``minde-c``, ``minde-j`` -> run_minde.py (github.com/MustaphaBounoua/minde, the authors' code), $MINDE_PYTHON
+  (with ``MINDE_SRC`` set, as run_minde.py says);
 * ``nishiyama`` -> run_mutinfo.py (torchfd's NishiyamaLoss trained by mutinfo's MINE, both by the MIENF /
-  FMMI authors), /work/peers/mutinfo; ``nwj`` -> the same runner with torchfd's NWJLoss, a control for
+  FMMI authors), $MUTINFO_PYTHON; ``nwj`` -> the same runner with torchfd's NWJLoss, a control for
   its training protocol.  ``MUTINFO_STEPS`` (passed through to the runner) sets its training length.
 
 MIENF and FMMI have no runnable reference here (their authors' code could not be fetched or installed:
@@ -41,10 +43,10 @@ sys.path.insert(0, str(REPO))
 import comparison  # noqa: E402  (a sibling module: benchmarks/peers/ is on sys.path when run as a script)
 from comparison import add_row, agreement, exceeds_truth, per_case, seed_sd  # noqa: E402
 
-PAIRS = {"minde-c": ("run_minde.py", "minde-c", "/work/peers/minde/bin/python"),
-         "minde-j": ("run_minde.py", "minde-j", "/work/peers/minde/bin/python"),
-         "nishiyama": ("run_mutinfo.py", "nishiyama", "/work/peers/mutinfo/bin/python"),
-         "nwj": ("run_mutinfo.py", "nwj", "/work/peers/mutinfo/bin/python")}
+PAIRS = {"minde-c": ("run_minde.py", "minde-c", "minde"),          # (runner, reference name, environment)
+         "minde-j": ("run_minde.py", "minde-j", "minde"),
+         "nishiyama": ("run_mutinfo.py", "nishiyama", "mutinfo"),
+         "nwj": ("run_mutinfo.py", "nwj", "mutinfo")}
 CASES = [("gauss-dense-5x5", 1.0), ("gauss-dense-5x5", 4.0)]
 
 
@@ -75,6 +77,9 @@ def main() -> int:
     ap = comparison.compare_parser(list(PAIRS), "gauss-dense-5x5 at 1 and 4 bits",
                                    REPO / "benchmarks" / "results" / "minde_vs_authors.txt", 3600.0)
     ap.add_argument("--mibench-options", default="{}", help="JSON keyword arguments for the mibench estimators")
+    for env in ("minde", "mutinfo"):
+        ap.add_argument(f"--{env}-python", default=os.environ.get(f"{env.upper()}_PYTHON"),
+                        help=f"the python of the {env} reference's environment (default ${env.upper()}_PYTHON)")
     args = ap.parse_args()
     if args.summarize:
         return summarize_file(Path(args.summarize))
@@ -96,6 +101,13 @@ def main() -> int:
             return ESTIMATORS.get(name).obj(**options).estimate(x, y, seed=seed)
         return mibench.estimate(x, y, estimator=name, seed=seed, units="nats", **options).mi
 
+    runners: dict[tuple[str, str], list[str]] = {}
+    for name in names:
+        runner, ref_name, env = PAIRS[name]
+        python = getattr(args, f"{env}_python")
+        if python is None and args.reference_from is None:
+            ap.error(f"{name}'s reference needs --{env}-python (or ${env.upper()}_PYTHON): its environment's python")
+        runners.setdefault((runner, python), []).append(ref_name)
     emit = comparison.table_writer(Path(args.out), [])
 
     emit(f"# compare_authors: n = {args.n}, seeds {args.seeds}; torch {torch.__version__}, 1 thread per side; "
@@ -113,10 +125,6 @@ def main() -> int:
     emit(f"{'case':22s} {'bits':>4s} {'seed':>4s} {'estimator':9s} {'mibench':>8s} {'s':>6s} {'authors':>8s} {'s':>6s}")
     rows: list[dict] = []
     settings: dict[str, str] = {}
-    runners: dict[tuple[str, str], list[str]] = {}
-    for name in names:
-        runner, ref_name, python = PAIRS[name]
-        runners.setdefault((runner, python), []).append(ref_name)
     with tempfile.TemporaryDirectory() as tmp:
         for case, bits, seed, x, y, path in comparison.npz_cases(cases, seeds, args.n, tmp):
             ref = {}

@@ -2,8 +2,8 @@
 each side in its own environment (torch-mist through benchmarks/peers/run_torch_mist.py and its
 stock settings), per seed, with seconds per estimate.
 
-    flock /tmp/mibench-measure.lock python benchmarks/peers/compare_generative.py \
-        --peer /work/peers/torch-mist/bin/python [--n 5000] [--seeds 0,1,2] \
+    python benchmarks/peers/compare_generative.py \
+        [--peer $TORCH_MIST_PYTHON] [--n 5000] [--seeds 0,1,2] \
         [--out benchmarks/results/generative_vs_torch_mist.txt]
 
 Pairs (mibench name -> torch-mist name): doe-flow -> doe, ba -> ba (both with H(Y) the Gaussian entropy
@@ -99,14 +99,16 @@ def summarize_file(path: Path) -> int:
 def main() -> int:
     ap = comparison.compare_parser(list(PAIRS), "all of CASES",
                                    REPO / "benchmarks" / "results" / "generative_vs_torch_mist.txt", 1800.0)
-    ap.add_argument("--peer", default=None, help="the torch-mist environment's python (needed unless --summarize)")
+    ap.add_argument("--peer", default=os.environ.get("TORCH_MIST_PYTHON"),
+                    help="the torch-mist environment's python (default $TORCH_MIST_PYTHON; needed unless --summarize "
+                         "or --reference-from)")
     ap.add_argument("--matched", action="store_true",
                     help="run_torch_mist.py --matched: torch-mist set as close as its API allows to mibench's defaults")
     args = ap.parse_args()
     if args.summarize:
         return summarize_file(Path(args.summarize))
     if args.peer is None and args.reference_from is None:
-        ap.error("--peer is required (the torch-mist environment's python)")
+        ap.error("--peer (or $TORCH_MIST_PYTHON) is required: the torch-mist environment's python")
 
     import torch
 

@@ -1,8 +1,11 @@
 """Peer estimators from torch-mist (Federici et al., PyPI ``torch-mist`` 0.2.17), with their stock
 settings, in the peer's own environment (never imports mibench):
 
-    python -m venv /work/peers/torch-mist && /work/peers/torch-mist/bin/pip install torch==2.13.0 torch-mist==0.2.17 pandas "numpy<2"
-    /work/peers/torch-mist/bin/python benchmarks/peers/run_torch_mist.py smile,infonce DATA.npz [DATA.npz ...]
+    python -m venv $PEER_VENV && $PEER_VENV/bin/pip install torch==2.13.0 torch-mist==0.2.17 pandas "numpy<2"
+    $PEER_VENV/bin/python benchmarks/peers/run_torch_mist.py smile,infonce DATA.npz [DATA.npz ...]
+
+($PEER_VENV: any directory for torch-mist's own virtual environment; its ``bin/python`` is what
+``compare_generative.py --peer`` ($TORCH_MIST_PYTHON) and ``bench_accuracy.py --peer torch-mist=PYTHON`` take.)
 
 Settings (``torch_mist.estimate_mi``): ``data`` = the training 80 % (common.split: the same seeded
 split as mibench.estimate), ``test_data`` = the held-out 20 % (the reported value),
