@@ -152,7 +152,8 @@ def main() -> int:
 
     lines = [f"# mibench.estimate scaling: x ~ N(0, 1), y = x + noise at {MI_BITS:g} bit, 1 x 1, defaults "
              f"(infonce, preprocess=auto, 1 thread), seed {args.seed}",
-             f"# python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, "
+             f"# python {platform.python_version()}, {os.cpu_count()} CPUs, "
+             f"{platform.processor() or platform.machine()}, "
              f"mibench from {'--pythonpath ' + Path(args.pythonpath).name if args.pythonpath else 'this checkout'}, "
              f"{time.strftime('%Y-%m-%d %H:%M')}",
              f"# {'n':>8} {'call s':>8} {'process s':>9} {'peak MB':>8} {'ru_maxrss MB':>12} {'mi bits':>8} "

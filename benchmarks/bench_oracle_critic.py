@@ -5,8 +5,9 @@ Gaussian of the true covariance, or for ``student-t`` cases the t of the true sc
 Gaussian critic fitted on the 8,000 training pairs (mibench.estimate's plain start, with and without
 its debiasing of the canonical correlations) and (c) the start mibench.estimate fits
 (:func:`mibench.estimation.gaussian_start.fit_start`: Student-t tails and pooled correlations where
-chosen; ``pooled``: the Gaussian with pooled correlations whether chosen or not).  The gap between (a) and (b) is what estimating the cross-covariance from 8,000 pairs costs
-any held-out bound built on it; (c) - (b) is what the fitted start recovers.
+chosen; ``pooled``: the Gaussian with pooled correlations whether chosen or not).  The gap between (a)
+and (b) is what estimating the cross-covariance from 8,000 pairs costs any held-out bound built on it;
+(c) - (b) is what the fitted start recovers.
 
     python benchmarks/bench_oracle_critic.py [--cases gauss-dense-50x50,...] [--seeds 0,1,2] [--out FILE]
 """
@@ -41,7 +42,8 @@ def held_out_dv(z: np.ndarray, te: np.ndarray, dim_x: int, cov: np.ndarray, n_pa
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cases", default="gauss-dense-25x25,gauss-dense-50x50,gauss-sparse-50x50,student-t-dof3-1x1,student-t-dof5-5x5")
+    ap.add_argument("--cases", default="gauss-dense-25x25,gauss-dense-50x50,gauss-sparse-50x50,"
+                                       "student-t-dof3-1x1,student-t-dof5-5x5")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--out", default=None)

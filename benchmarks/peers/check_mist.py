@@ -23,10 +23,12 @@ def main() -> int:
     dist = md.distribution("mist-statinf")
     files = [str(f) for f in dist.files or []]
     weights = [f for f in files if f.endswith((".ckpt", ".pt", ".pth", ".safetensors", ".bin"))]
-    print(f"# mist-statinf {dist.version}, torch {torch.__version__}; HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE')}")
+    print(f"# mist-statinf {dist.version}, torch {torch.__version__}; "
+          f"HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE')}")
     print(f"files in the wheel: {len(files)}; checkpoint files among them: {len(weights)} {weights}")
     for path in ("checkpoints/mist/weights.ckpt", "checkpoints/mist_qr/weights.ckpt"):
-        print(f"README's checkpoint {path}: {'present' if os.path.exists(path) else 'absent'} (relative to the working directory)")
+        there = "present" if os.path.exists(path) else "absent"
+        print(f"README's checkpoint {path}: {there} (relative to the working directory)")
     from mist_statinf import MISTQuickEstimator
 
     rng = np.random.default_rng(0)

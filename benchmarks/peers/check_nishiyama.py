@@ -64,7 +64,8 @@ def gaussian_log_ratio(task, bits: float):
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--torchfd-src", default=os.environ.get("TORCHFD_SRC_PYTHON"),
-                    help="the folder holding torchfd/ (the fetched pytorch-fd's source/python; default $TORCHFD_SRC_PYTHON)")
+                    help="the folder holding torchfd/ (the fetched pytorch-fd's source/python; "
+                         "default $TORCHFD_SRC_PYTHON)")
     ap.add_argument("--replicates", type=int, default=100)
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "nishiyama_checks.txt"))
     args = ap.parse_args()
@@ -88,7 +89,8 @@ def main() -> int:
         rng = np.random.default_rng(0)
         x, y = draw(rng, 2_000_000)
         tp, tq = f(x, y), f(x, y[rng.permutation(len(y))])
-        population = nishiyama_from_moments(*(torch.tensor(v) for v in (tp.mean(), tp.var(), tq.mean(), tq.var()))).item()
+        moments = (torch.tensor(v) for v in (tp.mean(), tp.var(), tq.mean(), tq.var()))
+        population = nishiyama_from_moments(*moments).item()
         ours, theirs, formula = [], [], 0.0
         for _ in range(args.replicates):
             x, y = draw(rng, 1000)
@@ -103,9 +105,10 @@ def main() -> int:
                 values.append(value)
                 weights.append(len(xb))
             theirs.append(np.average(values, weights=weights))
-        lines.append(f"gauss-dense-5x5@{bits:g}: population {population * BITS:.3f}; mibench readout (1,000 pairs, full "
-                     f"matrix) {np.mean(ours) * BITS:.3f} +- {np.std(ours, ddof=1) * BITS:.3f}; reference readout "
-                     f"(2,500 pairs, per-batch permutation) {np.mean(theirs) * BITS:.3f} +- {np.std(theirs, ddof=1) * BITS:.3f}; "
+        lines.append(f"gauss-dense-5x5@{bits:g}: population {population * BITS:.3f}; mibench readout (1,000 pairs, "
+                     f"full matrix) {np.mean(ours) * BITS:.3f} +- {np.std(ours, ddof=1) * BITS:.3f}; reference readout "
+                     f"(2,500 pairs, per-batch permutation) {np.mean(theirs) * BITS:.3f} "
+                     f"+- {np.std(theirs, ddof=1) * BITS:.3f}; "
                      f"formula: max |torchfd - mibench| {formula:.1e} nats")
         print(lines[-1], flush=True)
     Path(args.out).write_text("\n".join(lines) + "\n")

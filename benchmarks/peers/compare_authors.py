@@ -54,8 +54,8 @@ LOWER_BOUNDS = ("nishiyama", "nwj")
 
 
 def summarize(rows: list[dict], emit) -> None:
-    emit("# summary (bits): per case and estimator, mean +- sd over seeds; agree = |difference of means| <= sd_mibench + sd_ref; "
-         "a lower bound's side is marked 'EXCEEDS truth' where its mean - truth > its sd")
+    emit("# summary (bits): per case and estimator, mean +- sd over seeds; agree = |difference of means| <= "
+         "sd_mibench + sd_ref; a lower bound's side is marked 'EXCEEDS truth' where its mean - truth > its sd")
     for case, est, sel, a, b in per_case(rows):
         sd = seed_sd
         diff, _spread, verdict = agreement(a, b)
@@ -65,7 +65,8 @@ def summarize(rows: list[dict], emit) -> None:
             extra = "  [lower bound: " + (", ".join(f"{side} EXCEEDS truth" for side in over) or "both <= truth") + "]"
         emit(f"#   {case:22s} {est:9s} truth {sel[0]['truth']:.2f}  mibench {np.nanmean(a):6.3f} +- {sd(a):.3f}  "
              f"authors {np.nanmean(b):6.3f} +- {sd(b):.3f}  |diff| {diff:.3f}  {verdict}  "
-             f"s/estimate {np.mean([r['seconds'] for r in sel]):.1f} vs {np.mean([r['ref_seconds'] for r in sel]):.1f}{extra}")
+             f"s/estimate {np.mean([r['seconds'] for r in sel]):.1f} vs "
+             f"{np.mean([r['ref_seconds'] for r in sel]):.1f}{extra}")
 
 
 def summarize_file(path: Path) -> int:
@@ -111,7 +112,8 @@ def main() -> int:
     emit = comparison.table_writer(Path(args.out), [])
 
     emit(f"# compare_authors: n = {args.n}, seeds {args.seeds}; torch {torch.__version__}, 1 thread per side; "
-         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {os.getloadavg()[0]:.2f} (2 cores, shared)")
+         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {os.getloadavg()[0]:.2f} "
+         "(2 cores, shared)")
     emit(f"# mibench: the registry's defaults{' + ' + json.dumps(options) if options else ''} (a sample estimator: "
          "GenerativeTraining, 2,000 steps, batch 256, lr 1e-3, 70/10/20 % train/validation/test, early stopping; a "
          "critic bound: mibench.estimate's data-sized defaults, 20 % held out, early stopping on the held-out curve); "

@@ -69,7 +69,8 @@ def gaussian_reference_bits(case: str) -> dict | None:
 
 
 def summarize(rows: list[dict], emit) -> None:
-    emit("# summary (bits): per case and estimator, mean +- sd over seeds; agree = |difference of means| <= sd_mibench + sd_ref")
+    emit("# summary (bits): per case and estimator, mean +- sd over seeds; agree = |difference of means| <= "
+         "sd_mibench + sd_ref")
     emit("# Gaussian cases: club's population values with the true Gaussian conditional (club_true) and with the best "
          "diagonal-Gaussian conditional (club_diag, the family both sides' club use); lower bounds (ba, flo): "
          "'<= truth' when mean - truth <= the side's sd, else 'EXCEEDS truth'")
@@ -87,7 +88,8 @@ def summarize(rows: list[dict], emit) -> None:
             extra = "  [lower bound: " + ", ".join(checks) + "]"
         emit(f"#   {case:24s} {est:9s} truth {sel[0]['truth']:.2f}  mibench {np.nanmean(a):7.3f} +- {sd(a):.3f}  "
              f"torch-mist {np.nanmean(b):7.3f} +- {sd(b):.3f}  |diff| {diff:.3f}  {verdict}  "
-             f"s/estimate {np.nanmean([r['seconds'] for r in sel]):.1f} vs {np.nanmean([r['ref_seconds'] for r in sel]):.1f}"
+             f"s/estimate {np.nanmean([r['seconds'] for r in sel]):.1f} vs "
+             f"{np.nanmean([r['ref_seconds'] for r in sel]):.1f}"
              f"  (seeds {len(sel)}){extra}")
 
 
@@ -127,8 +129,10 @@ def main() -> int:
     emit("# mibench: the registry's defaults (GenerativeTraining: 2,000 steps, batch 256, lr 1e-3, 20 % held out); "
          + ("torch-mist: run_torch_mist.py --matched (its MATCHED settings: 2,000 iterations, batch 256, lr 1e-3, "
             "hidden [128, 128], 4 affine-autoregressive flow layers where mibench has a flow)" if args.matched else
-            "torch-mist: run_torch_mist.py stock (5,000 iterations, batch 64, hidden [256, 256], the same held-out 20 %)"))
-    emit(f"{'case':24s} {'bits':>4s} {'seed':>4s} {'estimator':9s} {'mibench':>8s} {'s':>6s} {'torch-mist':>10s} {'s':>6s}")
+            "torch-mist: run_torch_mist.py stock (5,000 iterations, batch 64, hidden [256, 256], "
+            "the same held-out 20 %)"))
+    emit(f"{'case':24s} {'bits':>4s} {'seed':>4s} {'estimator':9s} {'mibench':>8s} {'s':>6s} "
+         f"{'torch-mist':>10s} {'s':>6s}")
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         for case, bits, seed, x, y, path in comparison.npz_cases(cases, seeds, args.n, tmp):

@@ -31,7 +31,8 @@ PEERS = {
 
 def main() -> int:
     args, names = parse("bmi", PEERS)
-    os.environ.setdefault("XLA_FLAGS", f"--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads={args.threads}")
+    os.environ.setdefault("XLA_FLAGS",
+                          f"--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads={args.threads}")
     import bmi
 
     make = {

@@ -19,11 +19,12 @@ shuffled), ``--importance_sampling --use_ema`` (EMA decay 0.999), the automatic 
 dim_x + dim_y <= 10), ``mc_iter = 10`` draws of t per held-out pair in ``compute_mi``, the readout on
 the test loader (here the held-out 20 %: common.split, the same seeded split as mibench), the
 reported value ``compute_mi()[0]`` (the score difference; ``[1]``, the sigma variant, is printed on
-stderr).  Kept too: the script's 300 epochs (here of the 4,000 training pairs: 300 x 31 = 9,300 steps, about 65 CPU-s
-per estimate; ``MINDE_HIDDEN`` sets the width instead of the automatic one; ``MINDE_EPOCHS`` changes it -- fewer epochs leave the EMA copy, which starts at the
-initial weights and is the one read out, far from the trained net: 0.999^2,000 = 0.14).  Changed for
-this CPU (the script's 100,000 training pairs are replaced by the .npz's 80 %): ``accelerator="cpu"``, ``num_workers=0``,
-per-epoch MI logging off (``test_epoch`` huge, as ``job.sh``'s ``--test_epoch 10000``), and the SDE's
+stderr).  Kept too: the script's 300 epochs (here of the 4,000 training pairs: 300 x 31 = 9,300 steps,
+about 65 CPU-s per estimate; ``MINDE_HIDDEN`` sets the width instead of the automatic one;
+``MINDE_EPOCHS`` changes it -- fewer epochs leave the EMA copy, which starts at the initial weights
+and is the one read out, far from the trained net: 0.999^2,000 = 0.14).  Changed for this CPU (the
+script's 100,000 training pairs are replaced by the .npz's 80 %): ``accelerator="cpu"``,
+``num_workers=0``, per-epoch MI logging off (``test_epoch`` huge, as ``job.sh``'s ``--test_epoch 10000``), and the SDE's
 training masks built on the CPU (its ``VP_SDE.__init__`` puts them on "cuda"; a subclass here overrides
 ``get_masks_training`` only).  Output: common.py.
 """

@@ -32,8 +32,8 @@ STEPS = int(os.environ.get("MUTINFO_STEPS", "10000"))      # the config's n_trai
 
 LOSSES = {"nishiyama": "NishiyamaLoss", "nwj": "NWJLoss"}
 SETTINGS = ("mutinfo MINE (0a34663) + torchfd.loss.{loss} (51e7b4a): RobustScaler on x and y, joint MLP hidden 128 "
-            "LeakyReLU, permutation marginalizer, Adam lr 1e-3, {steps:,} steps of 512, 50 % held out (train_test_split), "
-            "the mean of per-batch bounds over batches of 512, clipped at 0")
+            "LeakyReLU, permutation marginalizer, Adam lr 1e-3, {steps:,} steps of 512, 50 % held out "
+            "(train_test_split), the mean of per-batch bounds over batches of 512, clipped at 0")
 PEERS = {name: SETTINGS.format(loss=loss, steps=STEPS) for name, loss in LOSSES.items()}
 
 

@@ -38,7 +38,8 @@ from common import parse, run_all, split
 STOCK = {"hidden_dims": [256, 256], "batch_size": 64, "max_iterations": 5000}
 PEERS = {name: f"torch_mist.estimate_mi(estimator={name!r}, {STOCK}, test_data=held-out 20 %)"
          for name in ("smile", "infonce", "nwj", "js", "mine", "doe", "gm", "club", "l1out", "flo")}
-PEERS["hybrid"] = (f"ResampledHybridMIEstimator(doe(hidden_dims=[256, 256]), nwj(hidden_dims=[256, 256], neg_samples=16)) "
+PEERS["hybrid"] = ("ResampledHybridMIEstimator(doe(hidden_dims=[256, 256]), "
+                   "nwj(hidden_dims=[256, 256], neg_samples=16)) "
                    f"trained by torch_mist.estimate_mi, {STOCK}, test_data=held-out 20 %")
 PEERS["ba"] = (f"torch_mist.estimate_mi(estimator='ba', entropy_y=the Gaussian entropy of the training y's covariance, "
                f"{STOCK}, test_data=held-out 20 %)")
