@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
+from peers.comparison import table_writer  # noqa: E402
 
 import mibench  # noqa: E402
 from mibench.tasks.distributions import draw  # noqa: E402
@@ -41,12 +42,13 @@ def main() -> int:
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
-    lines = [f"# bench_auto_selection: n = {args.n}, seeds {args.seeds}, mibench.estimate defaults, 1 torch thread; "
-             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
-             "# nats; mi_raw (unclipped) means over seeds; gain = auto - the better map's mean; wins = seeds where",
-             "# normal scores were chosen",
-             f"{'case':20s} {'truth':>6s} {'auto':>8s} {'normal':>8s} {'zscore':>8s} {'gain':>8s} {'|n-z|':>7s} {'wins':>5s}"]
-    print("\n".join(lines), flush=True)
+    emit = table_writer(Path(args.out), []) if args.out else print
+    emit(f"# bench_auto_selection: n = {args.n}, seeds {args.seeds}, mibench.estimate defaults, 1 torch thread; "
+         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    emit("# nats; mi_raw (unclipped) means over seeds; gain = auto - the better map's mean; wins = seeds where")
+    emit("# normal scores were chosen")
+    emit(f"{'case':20s} {'truth':>6s} {'auto':>8s} {'normal':>8s} {'zscore':>8s} {'gain':>8s} {'|n-z|':>7s} "
+         f"{'wins':>5s}")
     for case in CASES:
         rows = []
         for seed in seeds:
@@ -56,11 +58,8 @@ def main() -> int:
             rows.append((r.mi_raw, v["normal-scores"], v["zscore"], r.settings["preprocess"] == "normal-scores"))
         a = np.array(rows, dtype=float)
         gain = a[:, 0].mean() - max(a[:, 1].mean(), a[:, 2].mean())
-        lines.append(f"{case:20s} {truth:6.3f} {a[:, 0].mean():8.4f} {a[:, 1].mean():8.4f} {a[:, 2].mean():8.4f} "
-                     f"{gain:+8.4f} {np.abs(a[:, 1] - a[:, 2]).mean():7.4f} {int(a[:, 3].sum()):5d}")
-        print(lines[-1], flush=True)
-    if args.out:
-        Path(args.out).write_text("\n".join(lines) + "\n")
+        emit(f"{case:20s} {truth:6.3f} {a[:, 0].mean():8.4f} {a[:, 1].mean():8.4f} {a[:, 2].mean():8.4f} "
+             f"{gain:+8.4f} {np.abs(a[:, 1] - a[:, 2]).mean():7.4f} {int(a[:, 3].sum()):5d}")
     return 0
 
 

@@ -9,8 +9,14 @@ its VmHWM (``/proc/self/status``) and the parent reads the child's ``ru_maxrss``
 The peak includes the interpreter with torch, numpy and scipy imported (about 245 MB here).  Other
 processes on the machine slow the timings; the load average is printed before each case.
 
+``--vs-old-defaults`` adds, in this process, one 1-d 10,000-pair call (gauss-dense-1x1 at 1 nat) with the
+current defaults next to the defaults before issue 13 (SMILE-5, joint critic 2 x 256, 2,000 steps, batch 64,
+whole-batch scoring, torch's threads; reproduced with the streaming harness's training loop): the last line
+of benchmarks/results/estimate.txt.
+
     python benchmarks/bench_estimate_scaling.py [--n 10000,50000,200000] [--seed 0] [--out FILE]
         [--pythonpath DIR]   # measure another checkout (e.g. the code before a change)
+        [--vs-old-defaults]
 """
 from __future__ import annotations
 
@@ -73,6 +79,65 @@ def run_case(n: int, seed: int, pythonpath: str | None, timeout: float) -> dict:
     return rec
 
 
+class ArrayTask:
+    """Minibatches of fixed training pairs, as a task the streaming harness can train on."""
+
+    name = "arrays"
+    max_mi_bits = float("inf")
+
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+        self.dim_x, self.dim_y = x.shape[1], y.shape[1]
+        self.device = x.device
+
+    def sample(self, batch_size, mi_bits, generator):
+        import torch
+
+        idx = torch.randint(0, self.x.shape[0], (batch_size,), generator=generator, device=self.device)
+        return self.x[idx], self.y[idx]
+
+    def info(self):
+        return {"task": self.name, "n": int(self.x.shape[0]), "dim_x": self.dim_x, "dim_y": self.dim_y}
+
+
+def old_defaults(x, y, seed=0):
+    """The pre-issue-13 estimate defaults, reproduced with the harness's training loop."""
+    import numpy as np
+    import torch
+
+    from mibench.protocols.schedule import parse_schedule
+    from mibench.protocols.stream.run import RunConfig
+    from mibench.protocols.stream.training import build_models, train
+
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(x.shape[0])
+    tr = perm[: int(0.8 * x.shape[0])]
+    xt, yt = torch.as_tensor(x[tr]), torch.as_tensor(y[tr])
+    task = ArrayTask((xt - xt.mean(0)) / xt.std(0), (yt - yt.mean(0)) / yt.std(0))
+    cfg = RunConfig(task="arrays", estimators=["smile"], critic="joint", hidden=256, layers=2, mi=0.0, steps=2000,
+                    batch_size=64, lr=5e-4, seed=seed, device="cpu").resolved()
+    critics, heads, groups = build_models(cfg, task.dim_x, task.dim_y, torch.device("cpu"))
+    train(cfg, task, parse_schedule(0.0, 2000), critics, heads, groups, torch.device("cpu"), False)
+
+
+def vs_old_defaults() -> str:
+    """One line: a 1-d 10,000-pair call with the current defaults vs the pre-issue-13 ones, in this process."""
+    sys.path.insert(0, str(REPO))
+    import mibench
+    from mibench.tasks.distributions import draw
+
+    x, y, _ = draw("gauss-dense-1x1", 10_000, mi_nats=1.0, seed=0)
+    t0 = time.perf_counter()
+    r = mibench.estimate(x, y, units="nats", device="cpu")
+    new = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    old_defaults(x, y)
+    old = time.perf_counter() - t0
+    return (f"# speed, 1-d 10,000 pairs: new defaults {new:.1f} s ({r.steps_run} steps, status {r.status}); "
+            f"old defaults (2000 steps, batch 64, joint 2x256, torch's threads) {old:.1f} s; "
+            f"ratio old/new {old / new:.1f}x")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", default="10000,50000,200000")
@@ -80,13 +145,17 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per case")
     ap.add_argument("--pythonpath", default=None, help="the checkout to import mibench from (default: this one)")
     ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--vs-old-defaults", action="store_true",
+                    help="also time a 1-d call with the current defaults vs the pre-issue-13 ones (module docstring)")
     args = ap.parse_args()
     import platform
 
     lines = [f"# mibench.estimate scaling: x ~ N(0, 1), y = x + noise at {MI_BITS:g} bit, 1 x 1, defaults "
              f"(infonce, preprocess=auto, 1 thread), seed {args.seed}",
-             f"# python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, "
-             f"mibench from {args.pythonpath or REPO}, {time.strftime('%Y-%m-%d %H:%M')}",
+             f"# python {platform.python_version()}, {os.cpu_count()} CPUs, "
+             f"{platform.processor() or platform.machine()}, "
+             f"mibench from {'--pythonpath ' + Path(args.pythonpath).name if args.pythonpath else 'this checkout'}, "
+             f"{time.strftime('%Y-%m-%d %H:%M')}",
              f"# {'n':>8} {'call s':>8} {'process s':>9} {'peak MB':>8} {'ru_maxrss MB':>12} {'mi bits':>8} "
              f"{'status':>14} {'n_test':>7} {'steps':>6}  load before"]
     print("\n".join(lines), flush=True)
@@ -101,6 +170,9 @@ def main() -> int:
                    f"{r['steps_run']:6d}  {load}")
         lines.append(row)
         print(row, flush=True)
+    if args.vs_old_defaults:
+        lines.append(vs_old_defaults())
+        print(lines[-1], flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")

@@ -79,8 +79,9 @@ def main() -> int:
         lines.append(s)
         out.write_text("\n".join(lines) + "\n")
 
-    emit(f"# bench_flows_vs_zuko: n = {args.n}, seeds {args.seeds}; torch {torch.__version__}, zuko {zuko.__version__}, "
-         f"1 thread; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {os.getloadavg()[0]:.2f}")
+    emit(f"# bench_flows_vs_zuko: n = {args.n}, seeds {args.seeds}; torch {torch.__version__}, "
+         f"zuko {zuko.__version__}, 1 thread; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+         f"load average {os.getloadavg()[0]:.2f}")
     emit("# each family: 4 transforms, hidden [128, 128]; the estimator's own split, 2,000 steps, batch 256, lr 1e-3, "
          "early stopping, held-out readout")
     emit(f"{'case':24s} {'seed':>4s} {'estimator':9s} {'family':9s} {'bits':>7s} {'s':>6s} {'params':>7s}")
@@ -108,8 +109,9 @@ def main() -> int:
                 sel = [r for r in rows if r["case"] == spec and r["estimator"] == name and r["family"] == family]
                 v = np.array([r["bits"] for r in sel])
                 sd = float(np.std(v, ddof=1)) if len(v) > 1 else float("nan")
-                emit(f"#   {spec:24s} {name:8s} {family:9s} truth {sel[0]['truth']:.2f}  {np.nanmean(v):7.3f} +- {sd:.3f}  "
-                     f"|bias| {abs(np.nanmean(v) - sel[0]['truth']):.3f}  s {np.mean([r['seconds'] for r in sel]):6.1f}")
+                mean, truth, secs = np.nanmean(v), sel[0]["truth"], np.mean([r["seconds"] for r in sel])
+                emit(f"#   {spec:24s} {name:8s} {family:9s} truth {truth:.2f}  {mean:7.3f} +- {sd:.3f}  "
+                     f"|bias| {abs(mean - truth):.3f}  s {secs:6.1f}")
     emit(f"# load average at end {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -59,10 +59,11 @@ def main() -> None:
                     print(f"d={d:<6}{seed:>5}  {m:<8}{v:>10.4f}{truth:>9.4f}{v - truth:>+9.4f}{dt:>9.2f}", flush=True)
             for m, v in vals.items():
                 v = np.array(v)
-                print(f"d={d:<6}{'all':>5}  {m:<8} mean error {v.mean() - truth:+.4f}, sd {v.std(ddof=1) if v.size > 1 else 0:.4f}"
-                      " nats", flush=True)
+                sd = v.std(ddof=1) if v.size > 1 else 0
+                print(f"d={d:<6}{'all':>5}  {m:<8} mean error {v.mean() - truth:+.4f}, sd {sd:.4f} nats", flush=True)
             diff = np.array(vals["brute"]) - np.array(vals["kdtree"])
-            print(f"d={d:<6}{'all':>5}  brute - kdtree per seed: {', '.join(f'{x:+.4f}' for x in diff)} nats", flush=True)
+            per_seed = ", ".join(f"{x:+.4f}" for x in diff)
+            print(f"d={d:<6}{'all':>5}  brute - kdtree per seed: {per_seed} nats", flush=True)
     from mibench.protocols.sample.run import draw_dataset
     from mibench.tasks import make_task
 

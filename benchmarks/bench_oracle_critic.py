@@ -5,8 +5,9 @@ Gaussian of the true covariance, or for ``student-t`` cases the t of the true sc
 Gaussian critic fitted on the 8,000 training pairs (mibench.estimate's plain start, with and without
 its debiasing of the canonical correlations) and (c) the start mibench.estimate fits
 (:func:`mibench.estimation.gaussian_start.fit_start`: Student-t tails and pooled correlations where
-chosen; ``pooled``: the Gaussian with pooled correlations whether chosen or not).  The gap between (a) and (b) is what estimating the cross-covariance from 8,000 pairs costs
-any held-out bound built on it; (c) - (b) is what the fitted start recovers.
+chosen; ``pooled``: the Gaussian with pooled correlations whether chosen or not).  The gap between (a)
+and (b) is what estimating the cross-covariance from 8,000 pairs costs any held-out bound built on it;
+(c) - (b) is what the fitted start recovers.
 
     python benchmarks/bench_oracle_critic.py [--cases gauss-dense-50x50,...] [--seeds 0,1,2] [--out FILE]
 """
@@ -21,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from peers.comparison import table_writer  # noqa: E402
 
 from mibench.estimation.gaussian_start import GaussianResidualCritic, fit_start  # noqa: E402
 from mibench.estimators.bounds import dv_bound  # noqa: E402
@@ -40,15 +42,17 @@ def held_out_dv(z: np.ndarray, te: np.ndarray, dim_x: int, cov: np.ndarray, n_pa
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cases", default="gauss-dense-25x25,gauss-dense-50x50,gauss-sparse-50x50,student-t-dof3-1x1,student-t-dof5-5x5")
+    ap.add_argument("--cases", default="gauss-dense-25x25,gauss-dense-50x50,gauss-sparse-50x50,"
+                                       "student-t-dof3-1x1,student-t-dof5-5x5")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    lines = [f"# bench_oracle_critic: n = {args.n} (80 % training, 20 % held out as in mibench.estimate), truth 1 nat; "
-             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
-             f"{'case':20s} {'seed':>4s} {'oracle':>7s} {'fitted':>7s} {'fitted_raw':>10s} {'pooled':>7s} {'start':>7s}  start chosen"
-             "   (DV on the held-out pairs, nats)"]
+    emit = table_writer(Path(args.out), []) if args.out else print
+    emit(f"# bench_oracle_critic: n = {args.n} (80 % training, 20 % held out as in mibench.estimate), truth 1 nat; "
+         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    emit(f"{'case':20s} {'seed':>4s} {'oracle':>7s} {'fitted':>7s} {'fitted_raw':>10s} {'pooled':>7s} {'start':>7s}  "
+         "start chosen   (DV on the held-out pairs, nats)")
     for case in args.cases.split(","):
         task = make_task(case)
         cov_true = task.covariance(task.rho(1.0 / np.log(2)))
@@ -63,13 +67,10 @@ def main() -> int:
             dx = x.shape[1]
             start = fit_start(z[tr], dx)
             true_dof = float(task.dof) if task.kind == "student-t" else float("inf")
-            lines.append(f"{case:20s} {seed:4d} {held_out_dv(z, te, dx, cov_true, dof=true_dof):7.3f} "
-                         f"{held_out_dv(z, te, dx, fit, len(tr)):7.3f} {held_out_dv(z, te, dx, fit):10.3f} "
-                         f"{held_out_dv(z, te, dx, fit, len(tr), pool=True):7.3f} "
-                         f"{held_out_dv(z, te, dx, start.scale, len(tr), start.dof, start.pool):7.3f}  {start.info()}")
-            print(lines[-1], flush=True)
-    if args.out:
-        Path(args.out).write_text("\n".join(lines) + "\n")
+            emit(f"{case:20s} {seed:4d} {held_out_dv(z, te, dx, cov_true, dof=true_dof):7.3f} "
+                 f"{held_out_dv(z, te, dx, fit, len(tr)):7.3f} {held_out_dv(z, te, dx, fit):10.3f} "
+                 f"{held_out_dv(z, te, dx, fit, len(tr), pool=True):7.3f} "
+                 f"{held_out_dv(z, te, dx, start.scale, len(tr), start.dof, start.pool):7.3f}  {start.info()}")
     return 0
 
 

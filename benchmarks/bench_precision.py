@@ -53,8 +53,9 @@ def main(argv=None) -> int:
         for prec in reduced:
             r = run(RunConfig(seed=0, precision=prec, **base), plot=False)
             gap = np.nanmean(np.abs(level_means(r) - m_ref), axis=1)
-            print(f"{prec}: {r.config['wall_seconds']:.1f} s -> {ref.config['wall_seconds'] / r.config['wall_seconds']:.2f}x "
-                  f"fp32's speed; diverged: {r.diverged or 'none'}")
+            speed = ref.config["wall_seconds"] / r.config["wall_seconds"]
+            print(f"{prec}: {r.config['wall_seconds']:.1f} s -> {speed:.2f}x fp32's speed; "
+                  f"diverged: {r.diverged or 'none'}")
             print(f"  {'estimator':<10} {'|' + prec + ' - fp32| bits':>20} {'|seed1 - seed0| bits':>21}")
             for i, name in enumerate(ref.names):
                 print(f"  {name:<10} {gap[i]:20.3f} {seed_gap[i]:21.3f}")

@@ -30,7 +30,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "numpy", "scipy", "pandas", "matplotlib", "sklearn", "transformers")
-PROBE = "import sys, json\nexec({code!r})\nprint(json.dumps([m for m in {heavy!r} if m in sys.modules]), file=sys.stderr)"
+PROBE = ("import sys, json\nexec({code!r})\n"
+         "print(json.dumps([m for m in {heavy!r} if m in sys.modules]), file=sys.stderr)")
 
 _HELP = ("import contextlib, io\nfrom mibench.cli import main\nwith contextlib.redirect_stdout(io.StringIO()):\n"
          "    try: main({argv!r} + ['--help'])\n    except SystemExit: pass")

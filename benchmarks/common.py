@@ -59,5 +59,5 @@ def header(title: str) -> None:
 
     allocator = tune_cpu_allocator()
     print(f"# {title}")
-    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.processor() or platform.machine()}, "
-          f"allocator {allocator}, {time.strftime('%Y-%m-%d %H:%M')}")
+    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"{platform.processor() or platform.machine()}, allocator {allocator}, {time.strftime('%Y-%m-%d %H:%M')}")

@@ -35,7 +35,8 @@ def main() -> int:
     ap.add_argument("--header", default="", help="comment lines to put first (the date and what changed)")
     args = ap.parse_args()
     lines = [f"# {h}" for h in args.header.split("\n") if h]
-    lines += ["# mibench.evaluate's suites against results/sample_leaderboard, with an example black-box estimator on the",
+    lines += ["# mibench.evaluate's suites against results/sample_leaderboard, with an example black-box "
+              "estimator on the",
               "# rows' means (MeanCorrelation, scripts/evaluate_suites.py, in-process: timeout=None):",
               "#   mibench.evaluate(MeanCorrelation(), suite='quick' | 'paper', name='mean-correlation', timeout=None)"]
     for suite in ("quick", "paper"):

@@ -112,7 +112,8 @@ def main(argv=None) -> int:
     p.add_argument("--cifar", type=int, default=400)
     p.add_argument("--imdb-per-class", type=int, default=1500)
     p.add_argument("--max-length", type=int, default=None,
-                   help="tokens per review (default: the default encoder's, mibench.data.embeddings.default_max_length)")
+                   help="tokens per review (default: the default encoder's, "
+                        "mibench.data.embeddings.default_max_length)")
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
 

@@ -101,8 +101,8 @@ def figure(study: str) -> Path:
                 width = 0.8 / len(ests)
                 for k, e in enumerate(ests):
                     s = sub[sub["estimator"] == e].set_index(x).reindex(xs)
-                    ax.bar(np.arange(len(xs)) + (k - (len(ests) - 1) / 2) * width, s[metric], width, color=estimator_color(e),
-                           label=e)
+                    offset = (k - (len(ests) - 1) / 2) * width
+                    ax.bar(np.arange(len(xs)) + offset, s[metric], width, color=estimator_color(e), label=e)
                 ax.set_xticks(np.arange(len(xs)))
                 ax.set_xticklabels(xs, fontsize=8)
             elif x == "estimator":

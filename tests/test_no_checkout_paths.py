@@ -1,9 +1,13 @@
 """What a user reads points inside the repository (issue 34): no message, docstring or page names the
 development checkout's ``../shared`` folders, every relative Markdown link resolves to a file of the
-repository, and the missing-data error describes the layout itself (``mibench data`` prints it)."""
+repository, and the missing-data error describes the layout itself (``mibench data`` prints it).  No
+tracked text file names a path that exists on one machine only (``MACHINE_PATH``: a home, temporary or
+work folder); commands and recorded headers write a placeholder (``$MIBENCH_DATA``, ``$TMPDIR``,
+``$PEER_VENV``, ...) instead."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -72,3 +76,61 @@ def test_a_run_without_its_data_says_what_to_lay_out(tmp_path, capsys, task, mon
     assert main(["run", "--task", task, "--data-dir", str(tmp_path / "empty"), "--steps", "5", "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "shared" not in err and "`mibench data`" in err, err
+
+
+#: top-level folders whose contents belong to one machine: home and work folders, temporary folders
+MACHINE_ROOTS = ("home", "root", "Users", "work", "scratch", "mnt", "tmp", "var/folders", "private/var")
+#: an absolute path into one of them: the root right at the start of a path (not after a word
+#: character, '.', '~', '$', '%', '/', ':', '@' or '-', so a URL's path, a relative ``results/tmp/``,
+#: ``./tmp/``, ``~/.cache`` and ``$TMPDIR/...`` pass), then '/' and a name; ``/dev/null``,
+#: ``/usr/bin/chromium``, ``/etc/...`` and ``/proc/self/status`` name no machine's own files and pass
+MACHINE_PATH = re.compile(r"(?<![\w.~$%/:@-])/(?:" + "|".join(MACHINE_ROOTS) + r")/[\w.$~-]")
+
+
+def machine_path_lines(text: str) -> list[int]:
+    """Line numbers of ``text`` that hold a :data:`MACHINE_PATH`."""
+    return [i for i, line in enumerate(text.splitlines(), 1) if MACHINE_PATH.search(line)]
+
+
+# examples written as (before, root, after) so that this file holds none itself
+FLAGGED = [("", "work", "/peers/bmi/bin/python"), ("MINDE_SRC=", "work", "/peers/src/minde"),
+           ("mibench report results/table3 -o ", "tmp", "/site"), ('"weights": "', "root", '/.cache/mibench/x.pt"'),
+           ("(", "home", "/user/data)"), ("`", "Users", "/me/mibench`"), ("sys.path.insert(0, '", "tmp", "/x')"),
+           ("-> ", "tmp", "/tmpiqf4uner/table3"), ("--out ", "scratch", "/t3"), ("", "var/folders", "/x1/T/y")]
+PASSES = ["/dev/null", "#!/usr/bin/env python", "chromium at /usr/bin/chromium", "/etc/os-release",
+          "/proc/self/status", "https://github.com/home/x", "results/tmp/x", "./tmp/x", "~/.cache/mibench",
+          "$TMPDIR/t3_gv.yaml", "$HOME/work/x", "scripts in /tmp, not the repo", "--data-dir /path/to/data",
+          "python -m venv $PEER_VENV", "benchmarks/peers/run_bmi.py"]
+
+
+@pytest.mark.parametrize("before, root, after", FLAGGED)
+def test_the_rule_flags_a_machine_path(before, root, after):
+    assert machine_path_lines(f"{before}/{root}{after}") == [1]
+
+
+@pytest.mark.parametrize("text", PASSES)
+def test_the_rule_passes_other_paths(text):
+    assert machine_path_lines(text) == []
+
+
+def test_no_tracked_file_names_a_machine_path():
+    """Every text file git tracks (binary files, those with a NUL byte or not UTF-8, are skipped)."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    hits = []
+    for name in filter(None, listed.decode().split("\0")):
+        path = REPO / name
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        if b"\0" in data:
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        hits += [f"{name}:{i}" for i in machine_path_lines(text)]
+    assert not hits, ("absolute paths of one machine (write a placeholder: $MIBENCH_DATA, $TMPDIR, $PEER_VENV, a flag "
+                      f"or an environment variable): {hits[:20]}{' ...' if len(hits) > 20 else ''}")

@@ -58,7 +58,8 @@ def main() -> int:
              "combined standard errors.",
              f"Samplers: largest empirical-CDF deviation at BMI's 10/50/90 % quantiles (n = {n} each side) = "
              f"{max(r['sampler_max_cdf_dev_in_se'] for r in rows):.2f} standard errors.", "",
-             "| task | catalogue | dims | truth | BMI MI (nats) | mibench MI (nats) | difference | in stderr | sampler dev (se) |",
+             "| task | catalogue | dims | truth | BMI MI (nats) | mibench MI (nats) | difference | in stderr "
+             "| sampler dev (se) |",
              "|---|---|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['task']} | {r['catalogue']} | {r['dims']} | {r['truth']} | {r['bmi_mi_nats']:.6f} | "

@@ -1,8 +1,10 @@
 """Can MIST (Gritsai et al. 2025, PyPI ``mist-statinf``, a meta-learned amortized MI estimator) run
 offline on the sample leaderboard's datasets?  Run in MIST's own environment (never imports mibench):
 
-    python -m venv /work/peers/mist && /work/peers/mist/bin/pip install torch==2.13.0 mist-statinf==0.1.1
-    /work/peers/mist/bin/python benchmarks/peers/check_mist.py > benchmarks/results/mist_offline.txt
+    python -m venv $PEER_VENV && $PEER_VENV/bin/pip install torch==2.13.0 mist-statinf==0.1.1
+    $PEER_VENV/bin/python benchmarks/peers/check_mist.py > benchmarks/results/mist_offline.txt
+
+($PEER_VENV: any directory for MIST's own virtual environment.)
 
 It checks (1) whether the installed wheel holds any checkpoint file, (2) whether the checkpoint paths
 its README uses exist, and (3) what ``MISTQuickEstimator`` does without a checkpoint: if two builds
@@ -21,10 +23,12 @@ def main() -> int:
     dist = md.distribution("mist-statinf")
     files = [str(f) for f in dist.files or []]
     weights = [f for f in files if f.endswith((".ckpt", ".pt", ".pth", ".safetensors", ".bin"))]
-    print(f"# mist-statinf {dist.version}, torch {torch.__version__}; HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE')}")
+    print(f"# mist-statinf {dist.version}, torch {torch.__version__}; "
+          f"HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE')}")
     print(f"files in the wheel: {len(files)}; checkpoint files among them: {len(weights)} {weights}")
     for path in ("checkpoints/mist/weights.ckpt", "checkpoints/mist_qr/weights.ckpt"):
-        print(f"README's checkpoint {path}: {'present' if os.path.exists(path) else 'absent'} (relative to the working directory)")
+        there = "present" if os.path.exists(path) else "absent"
+        print(f"README's checkpoint {path}: {there} (relative to the working directory)")
     from mist_statinf import MISTQuickEstimator
 
     rng = np.random.default_rng(0)

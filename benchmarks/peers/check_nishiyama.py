@@ -1,8 +1,11 @@
 """mibench's ``nishiyama`` bound beside torchfd's ``NishiyamaLoss`` (its reference implementation,
 github.com/VanessB/pytorch-fd commit 51e7b4a) where the critic is fixed, so that training plays no part:
 
-    flock /tmp/mibench-measure.lock python benchmarks/peers/check_nishiyama.py \
-        --torchfd-src /work/peers/src/torchfd/source/python [--out benchmarks/results/nishiyama_checks.txt]
+    python benchmarks/peers/check_nishiyama.py [--torchfd-src $TORCHFD_SRC/source/python] \
+        [--out benchmarks/results/nishiyama_checks.txt]
+
+(``--torchfd-src``, default the environment variable ``TORCHFD_SRC_PYTHON``, required: the folder holding
+torchfd/ in the fetched pytorch-fd source, as run_mutinfo.py lays it out.)
 
 torchfd needs only torch, so its unchanged source is imported here beside mibench (the trained
 comparison, each side in its own environment, is compare_authors.py).  On gauss-dense-5x5 at 1 and 4
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -59,10 +63,14 @@ def gaussian_log_ratio(task, bits: float):
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--torchfd-src", required=True, help="the folder holding torchfd/ (the fetched pytorch-fd's source/python)")
+    ap.add_argument("--torchfd-src", default=os.environ.get("TORCHFD_SRC_PYTHON"),
+                    help="the folder holding torchfd/ (the fetched pytorch-fd's source/python; "
+                         "default $TORCHFD_SRC_PYTHON)")
     ap.add_argument("--replicates", type=int, default=100)
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "nishiyama_checks.txt"))
     args = ap.parse_args()
+    if not args.torchfd_src:
+        ap.error("--torchfd-src (or $TORCHFD_SRC_PYTHON) is required: the folder holding torchfd/")
     sys.path.insert(0, args.torchfd_src)
 
     import torch
@@ -81,7 +89,8 @@ def main() -> int:
         rng = np.random.default_rng(0)
         x, y = draw(rng, 2_000_000)
         tp, tq = f(x, y), f(x, y[rng.permutation(len(y))])
-        population = nishiyama_from_moments(*(torch.tensor(v) for v in (tp.mean(), tp.var(), tq.mean(), tq.var()))).item()
+        moments = (torch.tensor(v) for v in (tp.mean(), tp.var(), tq.mean(), tq.var()))
+        population = nishiyama_from_moments(*moments).item()
         ours, theirs, formula = [], [], 0.0
         for _ in range(args.replicates):
             x, y = draw(rng, 1000)
@@ -96,9 +105,10 @@ def main() -> int:
                 values.append(value)
                 weights.append(len(xb))
             theirs.append(np.average(values, weights=weights))
-        lines.append(f"gauss-dense-5x5@{bits:g}: population {population * BITS:.3f}; mibench readout (1,000 pairs, full "
-                     f"matrix) {np.mean(ours) * BITS:.3f} +- {np.std(ours, ddof=1) * BITS:.3f}; reference readout "
-                     f"(2,500 pairs, per-batch permutation) {np.mean(theirs) * BITS:.3f} +- {np.std(theirs, ddof=1) * BITS:.3f}; "
+        lines.append(f"gauss-dense-5x5@{bits:g}: population {population * BITS:.3f}; mibench readout (1,000 pairs, "
+                     f"full matrix) {np.mean(ours) * BITS:.3f} +- {np.std(ours, ddof=1) * BITS:.3f}; reference readout "
+                     f"(2,500 pairs, per-batch permutation) {np.mean(theirs) * BITS:.3f} "
+                     f"+- {np.std(theirs, ddof=1) * BITS:.3f}; "
                      f"formula: max |torchfd - mibench| {formula:.1e} nats")
         print(lines[-1], flush=True)
     Path(args.out).write_text("\n".join(lines) + "\n")

@@ -2,7 +2,9 @@
 environment (numpy + torch + torch-mist; never imports mibench), to tell a torch-mist property from a
 difference of settings in benchmarks/results/generative_vs_torch_mist.txt:
 
-    /work/peers/torch-mist/bin/python benchmarks/peers/check_torch_mist.py DATA.npz [DATA.npz ...] [--train-gm]
+    $TORCH_MIST_PYTHON benchmarks/peers/check_torch_mist.py DATA.npz [DATA.npz ...] [--train-gm]
+
+($TORCH_MIST_PYTHON: the python of torch-mist's environment, set up as run_torch_mist.py says.)
 
 1. Plug-in population values for jointly Gaussian (x, y) (from the sample covariance S of the file's
    pairs): the MI, the total correlations TC(X), TC(Y) (0.5 (sum log S_kk - log det S), the MI a

@@ -2,15 +2,17 @@
 side in its own environment (the reference through its runner in benchmarks/peers/), per seed, with
 seconds per estimate.
 
-    flock /tmp/mibench-measure.lock python benchmarks/peers/compare_authors.py \
+    MINDE_PYTHON=... MUTINFO_PYTHON=... python benchmarks/peers/compare_authors.py \
         [--estimators minde-c,minde-j] [--cases gauss-dense-5x5@1,...] [--n 5000] [--seeds 0,1,2] \
         [--out benchmarks/results/minde_vs_authors.txt] [--reference-from EARLIER_TABLE]
 
-Pairs (mibench name -> runner, reference name, reference environment's python):
+Pairs (mibench name -> runner, reference name; the reference environment's python, from ``--minde-python`` /
+``--mutinfo-python`` or else the environment variable, required unless ``--reference-from`` or ``--summarize``):
 
-* ``minde-c``, ``minde-j`` -> run_minde.py (github.com/MustaphaBounoua/minde, the authors' code), /work/peers/minde;
+* ``minde-c``, ``minde-j`` -> run_minde.py (github.com/MustaphaBounoua/minde, the authors' code), $MINDE_PYTHON
+  (with ``MINDE_SRC`` set, as run_minde.py says);
 * ``nishiyama`` -> run_mutinfo.py (torchfd's NishiyamaLoss trained by mutinfo's MINE, both by the MIENF /
-  FMMI authors), /work/peers/mutinfo; ``nwj`` -> the same runner with torchfd's NWJLoss, a control for
+  FMMI authors), $MUTINFO_PYTHON; ``nwj`` -> the same runner with torchfd's NWJLoss, a control for
   its training protocol.  ``MUTINFO_STEPS`` (passed through to the runner) sets its training length.
 
 MIENF and FMMI have no runnable reference here (their authors' code could not be fetched or installed:
@@ -25,11 +27,9 @@ within it.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,41 +41,21 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 import comparison  # noqa: E402  (a sibling module: benchmarks/peers/ is on sys.path when run as a script)
-from comparison import add_row, agreement, exceeds_truth, per_case, read_rows, seed_sd, table_writer, timed_estimate  # noqa: E402
+from comparison import add_row, agreement, exceeds_truth, per_case, seed_sd  # noqa: E402
 
-PAIRS = {"minde-c": ("run_minde.py", "minde-c", "/work/peers/minde/bin/python"),
-         "minde-j": ("run_minde.py", "minde-j", "/work/peers/minde/bin/python"),
-         "nishiyama": ("run_mutinfo.py", "nishiyama", "/work/peers/mutinfo/bin/python"),
-         "nwj": ("run_mutinfo.py", "nwj", "/work/peers/mutinfo/bin/python")}
+PAIRS = {"minde-c": ("run_minde.py", "minde-c", "minde"),          # (runner, reference name, environment)
+         "minde-j": ("run_minde.py", "minde-j", "minde"),
+         "nishiyama": ("run_mutinfo.py", "nishiyama", "mutinfo"),
+         "nwj": ("run_mutinfo.py", "nwj", "mutinfo")}
 CASES = [("gauss-dense-5x5", 1.0), ("gauss-dense-5x5", 4.0)]
-
-
-def run_peer(runner: str, python: str, path: str, names: list[str], timeout: float, settings: dict) -> dict:
-    """{reference name: (nats, seconds)} from one runner on one .npz (NaN on failure); the runner's
-    settings line for each name goes into ``settings``."""
-    out = {n: (math.nan, math.nan) for n in names}
-    try:
-        proc = subprocess.run([python, str(REPO / "benchmarks" / "peers" / runner), ",".join(names), path],
-                              check=False, capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, "OMP_NUM_THREADS": "1"})
-    except subprocess.TimeoutExpired:
-        return out
-    for line in proc.stdout.splitlines():
-        if line.startswith("{"):
-            r = json.loads(line)
-            out[r["estimator"]] = (r["mi_nats"], r["seconds"])
-            settings.setdefault(r["estimator"], r.get("settings", ""))
-            if r.get("error"):
-                print(f"reference {r['estimator']}: {r['error']}", file=sys.stderr)
-    return out
 
 
 LOWER_BOUNDS = ("nishiyama", "nwj")
 
 
 def summarize(rows: list[dict], emit) -> None:
-    emit("# summary (bits): per case and estimator, mean +- sd over seeds; agree = |difference of means| <= sd_mibench + sd_ref; "
-         "a lower bound's side is marked 'EXCEEDS truth' where its mean - truth > its sd")
+    emit("# summary (bits): per case and estimator, mean +- sd over seeds; agree = |difference of means| <= "
+         "sd_mibench + sd_ref; a lower bound's side is marked 'EXCEEDS truth' where its mean - truth > its sd")
     for case, est, sel, a, b in per_case(rows):
         sd = seed_sd
         diff, _spread, verdict = agreement(a, b)
@@ -85,7 +65,8 @@ def summarize(rows: list[dict], emit) -> None:
             extra = "  [lower bound: " + (", ".join(f"{side} EXCEEDS truth" for side in over) or "both <= truth") + "]"
         emit(f"#   {case:22s} {est:9s} truth {sel[0]['truth']:.2f}  mibench {np.nanmean(a):6.3f} +- {sd(a):.3f}  "
              f"authors {np.nanmean(b):6.3f} +- {sd(b):.3f}  |diff| {diff:.3f}  {verdict}  "
-             f"s/estimate {np.mean([r['seconds'] for r in sel]):.1f} vs {np.mean([r['ref_seconds'] for r in sel]):.1f}{extra}")
+             f"s/estimate {np.mean([r['seconds'] for r in sel]):.1f} vs "
+             f"{np.mean([r['ref_seconds'] for r in sel]):.1f}{extra}")
 
 
 def summarize_file(path: Path) -> int:
@@ -94,21 +75,12 @@ def summarize_file(path: Path) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--estimators", default=",".join(PAIRS))
-    ap.add_argument("--cases", default=None, help="comma-separated CASE@BITS (default: gauss-dense-5x5 at 1 and 4 bits)")
-    ap.add_argument("--n", type=int, default=5000)
-    ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--peer-timeout", type=float, default=3600.0)
+    ap = comparison.compare_parser(list(PAIRS), "gauss-dense-5x5 at 1 and 4 bits",
+                                   REPO / "benchmarks" / "results" / "minde_vs_authors.txt", 3600.0)
     ap.add_argument("--mibench-options", default="{}", help="JSON keyword arguments for the mibench estimators")
-    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "minde_vs_authors.txt"))
-    ap.add_argument("--summarize", default=None, metavar="FILE", help="append the summary to a stopped run's table")
-    ap.add_argument("--mibench-from", default=None, metavar="FILE",
-                    help="take mibench's column (value and seconds) from an earlier table of this script on the same "
-                         "cases, n and seeds instead of estimating again (reference side only)")
-    ap.add_argument("--reference-from", default=None, metavar="FILE",
-                    help="take the authors' column (value and seconds) from an earlier table of this script on the "
-                         "same cases, n and seeds instead of running the reference again (mibench side only)")
+    for env in ("minde", "mutinfo"):
+        ap.add_argument(f"--{env}-python", default=os.environ.get(f"{env.upper()}_PYTHON"),
+                        help=f"the python of the {env} reference's environment (default ${env.upper()}_PYTHON)")
     args = ap.parse_args()
     if args.summarize:
         return summarize_file(Path(args.summarize))
@@ -118,11 +90,11 @@ def main() -> int:
     import mibench
     from mibench.estimators.kinds import SAMPLE_KINDS
     from mibench.estimators.registry import ESTIMATORS, estimator_kind
-    from mibench.tasks.distributions import draw
 
     torch.set_num_threads(1)
     names = args.estimators.split(",")
-    cases = CASES if args.cases is None else [(c.split("@")[0], float(c.split("@")[1])) for c in args.cases.split(",")]
+    seeds = [int(v) for v in args.seeds.split(",")]
+    cases = comparison.parse_cases(args.cases, CASES)
     options = json.loads(args.mibench_options)
 
     def mibench_nats(name, x, y, seed) -> float:
@@ -130,50 +102,47 @@ def main() -> int:
             return ESTIMATORS.get(name).obj(**options).estimate(x, y, seed=seed)
         return mibench.estimate(x, y, estimator=name, seed=seed, units="nats", **options).mi
 
-    emit = table_writer(Path(args.out), [])
+    runners: dict[tuple[str, str], list[str]] = {}
+    for name in names:
+        runner, ref_name, env = PAIRS[name]
+        python = getattr(args, f"{env}_python")
+        if python is None and args.reference_from is None:
+            ap.error(f"{name}'s reference needs --{env}-python (or ${env.upper()}_PYTHON): its environment's python")
+        runners.setdefault((runner, python), []).append(ref_name)
+    emit = comparison.table_writer(Path(args.out), [])
 
     emit(f"# compare_authors: n = {args.n}, seeds {args.seeds}; torch {torch.__version__}, 1 thread per side; "
-         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {os.getloadavg()[0]:.2f} (2 cores, shared)")
+         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {os.getloadavg()[0]:.2f} "
+         "(2 cores, shared)")
     emit(f"# mibench: the registry's defaults{' + ' + json.dumps(options) if options else ''} (a sample estimator: "
          "GenerativeTraining, 2,000 steps, batch 256, lr 1e-3, 70/10/20 % train/validation/test, early stopping; a "
          "critic bound: mibench.estimate's data-sized defaults, 20 % held out, early stopping on the held-out curve); "
          "authors: each runner's settings (its docstring; the line it reports is below as '# authors' NAME:')")
-    earlier = None
+    earlier = comparison.earlier_values(args.reference_from, "reference") if args.reference_from else None
     if args.reference_from:
-        earlier = {(r["case"], r["seed"], r["estimator"]): (r["reference"] * math.log(2), r["ref_seconds"])
-                   for r in read_rows(Path(args.reference_from))}
         emit(f"# authors' column copied from {args.reference_from} (the same cases, n and seeds; not rerun)")
-    known = {}
+    known = comparison.earlier_values(args.mibench_from, "mibench")
     if args.mibench_from:
-        known = {(r["case"], r["seed"], r["estimator"]): (r["mibench"] * math.log(2), r["seconds"])
-                 for r in read_rows(Path(args.mibench_from))}
         emit(f"# mibench's column copied from {args.mibench_from} (the same cases, n and seeds; not rerun)")
     emit(f"{'case':22s} {'bits':>4s} {'seed':>4s} {'estimator':9s} {'mibench':>8s} {'s':>6s} {'authors':>8s} {'s':>6s}")
     rows: list[dict] = []
     settings: dict[str, str] = {}
-    runners: dict[tuple[str, str], list[str]] = {}
-    for name in names:
-        runner, ref_name, python = PAIRS[name]
-        runners.setdefault((runner, python), []).append(ref_name)
     with tempfile.TemporaryDirectory() as tmp:
-        for seed in (int(s) for s in args.seeds.split(",")):
-            for case, bits in cases:
-                x, y, _ = draw(case, args.n, mi_bits=bits, seed=seed)
-                path = str(Path(tmp) / f"{case}_{bits:g}_{seed}.npz")
-                np.savez(path, x=np.asarray(x, np.float32), y=np.asarray(y, np.float32), seed=seed)
-                ref = {}
-                if earlier is not None:
-                    ref = {PAIRS[n][1]: earlier.get((f"{case}@{bits:g}", seed, n), (math.nan, math.nan)) for n in names}
-                else:
-                    for (runner, python), ref_names in runners.items():
-                        new = {n for n in ref_names if n not in settings}
-                        ref.update(run_peer(runner, python, path, ref_names, args.peer_timeout, settings))
-                        for n in sorted(new & set(settings)):
-                            emit(f"# authors' {n}: {settings[n]}")
-                for name in names:
-                    mine = known.get((f"{case}@{bits:g}", seed, name)) or timed_estimate(
-                        name, lambda: mibench_nats(name, x, y, seed))
-                    add_row(rows, emit, case, bits, seed, name, mine, ref[PAIRS[name][1]], (22, 9, 8))
+        for case, bits, seed, x, y, path in comparison.npz_cases(cases, seeds, args.n, tmp):
+            ref = {}
+            if earlier is not None:
+                ref = {PAIRS[n][1]: earlier.get((f"{case}@{bits:g}", seed, n), (math.nan, math.nan)) for n in names}
+            else:
+                for (runner, python), ref_names in runners.items():
+                    new = {n for n in ref_names if n not in settings}
+                    ref.update(comparison.run_peer(python, runner, ref_names, path, timeout=args.peer_timeout,
+                                                   env={"OMP_NUM_THREADS": "1"}, settings=settings))
+                    for n in sorted(new & set(settings)):
+                        emit(f"# authors' {n}: {settings[n]}")
+            for name in names:
+                mine = known.get((f"{case}@{bits:g}", seed, name)) or comparison.timed_estimate(
+                    name, lambda: mibench_nats(name, x, y, seed))
+                add_row(rows, emit, case, bits, seed, name, mine, ref[PAIRS[name][1]], (22, 9, 8))
     summarize(rows, emit)
     emit(f"# load average at end {os.getloadavg()[0]:.2f}")
     return 0

@@ -2,8 +2,8 @@
 each side in its own environment (torch-mist through benchmarks/peers/run_torch_mist.py and its
 stock settings), per seed, with seconds per estimate.
 
-    flock /tmp/mibench-measure.lock python benchmarks/peers/compare_generative.py \
-        --peer /work/peers/torch-mist/bin/python [--n 5000] [--seeds 0,1,2] \
+    python benchmarks/peers/compare_generative.py \
+        [--peer $TORCH_MIST_PYTHON] [--n 5000] [--seeds 0,1,2] \
         [--out benchmarks/results/generative_vs_torch_mist.txt]
 
 Pairs (mibench name -> torch-mist name): doe-flow -> doe, ba -> ba (both with H(Y) the Gaussian entropy
@@ -23,11 +23,8 @@ estimator, the two seed means with their combined spread (the two sample standar
 """
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,29 +36,12 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 import comparison  # noqa: E402  (a sibling module: benchmarks/peers/ is on sys.path when run as a script)
-from comparison import add_row, agreement, exceeds_truth, per_case, read_rows, seed_sd, table_writer, timed_estimate  # noqa: E402
+from comparison import add_row, agreement, exceeds_truth, per_case, seed_sd  # noqa: E402
 
 PAIRS = {"doe-flow": "doe", "ba": "ba", "gm-flow": "gm", "club": "club", "l1out": "l1out", "flo": "flo",
          "hybrid-resampled": "hybrid"}
 CASES = [("gauss-dense-5x5", 1.0), ("gauss-dense-5x5", 2.0), ("gauss-dense-5x5", 4.0), ("gauss-dense-5x5", 6.0),
          ("student-t-dof5-5x5", 1.0), ("asinh-5x5", 1.0)]
-
-
-def run_peer(python: str, path: str, names: list[str], timeout: float, matched: bool = False) -> dict:
-    """{torch-mist name: (nats, seconds)} from the peer runner on one .npz (NaN on failure)."""
-    script = REPO / "benchmarks" / "peers" / "run_torch_mist.py"
-    out = {n: (math.nan, math.nan) for n in names}
-    try:
-        proc = subprocess.run([python, str(script), ",".join(names), path, *(["--matched"] if matched else [])],
-                              check=False, capture_output=True, text=True,
-                              timeout=timeout, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    except subprocess.TimeoutExpired:
-        return out
-    for line in proc.stdout.splitlines():
-        if line.startswith("{"):
-            r = json.loads(line)
-            out[r["estimator"]] = (r["mi_nats"], r["seconds"])
-    return out
 
 
 LOWER_BOUNDS = ("ba", "flo")
@@ -89,7 +69,8 @@ def gaussian_reference_bits(case: str) -> dict | None:
 
 
 def summarize(rows: list[dict], emit) -> None:
-    emit("# summary (bits): per case and estimator, mean +- sd over seeds; agree = |difference of means| <= sd_mibench + sd_ref")
+    emit("# summary (bits): per case and estimator, mean +- sd over seeds; agree = |difference of means| <= "
+         "sd_mibench + sd_ref")
     emit("# Gaussian cases: club's population values with the true Gaussian conditional (club_true) and with the best "
          "diagonal-Gaussian conditional (club_diag, the family both sides' club use); lower bounds (ba, flo): "
          "'<= truth' when mean - truth <= the side's sd, else 'EXCEEDS truth'")
@@ -107,7 +88,8 @@ def summarize(rows: list[dict], emit) -> None:
             extra = "  [lower bound: " + ", ".join(checks) + "]"
         emit(f"#   {case:24s} {est:9s} truth {sel[0]['truth']:.2f}  mibench {np.nanmean(a):7.3f} +- {sd(a):.3f}  "
              f"torch-mist {np.nanmean(b):7.3f} +- {sd(b):.3f}  |diff| {diff:.3f}  {verdict}  "
-             f"s/estimate {np.nanmean([r['seconds'] for r in sel]):.1f} vs {np.nanmean([r['ref_seconds'] for r in sel]):.1f}"
+             f"s/estimate {np.nanmean([r['seconds'] for r in sel]):.1f} vs "
+             f"{np.nanmean([r['ref_seconds'] for r in sel]):.1f}"
              f"  (seeds {len(sel)}){extra}")
 
 
@@ -117,66 +99,54 @@ def summarize_file(path: Path) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--peer", default=None, help="the torch-mist environment's python (needed unless --summarize)")
-    ap.add_argument("--n", type=int, default=5000)
-    ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--estimators", default=",".join(PAIRS))
-    ap.add_argument("--peer-timeout", type=float, default=1800.0)
-    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "generative_vs_torch_mist.txt"))
-    ap.add_argument("--summarize", default=None, metavar="FILE", help="append the summary to a stopped run's table")
-    ap.add_argument("--cases", default=None, help="comma-separated CASE@BITS (default: all of CASES)")
-    ap.add_argument("--mibench-from", default=None, metavar="TABLE[,TABLE]",
-                    help="take mibench's value and seconds for a (case, seed, estimator) from these tables (same data, "
-                         "same defaults) instead of estimating again")
-    ap.add_argument("--reference-from", default=None, metavar="TABLE[,TABLE]",
-                    help="take torch-mist's value and seconds for a (case, seed, estimator) from these tables (same data, "
-                         "same peer settings) instead of running the peer again")
+    ap = comparison.compare_parser(list(PAIRS), "all of CASES",
+                                   REPO / "benchmarks" / "results" / "generative_vs_torch_mist.txt", 1800.0)
+    ap.add_argument("--peer", default=os.environ.get("TORCH_MIST_PYTHON"),
+                    help="the torch-mist environment's python (default $TORCH_MIST_PYTHON; needed unless --summarize "
+                         "or --reference-from)")
     ap.add_argument("--matched", action="store_true",
                     help="run_torch_mist.py --matched: torch-mist set as close as its API allows to mibench's defaults")
     args = ap.parse_args()
     if args.summarize:
         return summarize_file(Path(args.summarize))
     if args.peer is None and args.reference_from is None:
-        ap.error("--peer is required (the torch-mist environment's python)")
+        ap.error("--peer (or $TORCH_MIST_PYTHON) is required: the torch-mist environment's python")
 
     import torch
 
     from mibench.estimators.registry import ESTIMATORS
-    from mibench.tasks.distributions import draw
 
     torch.set_num_threads(1)
     names = args.estimators.split(",")
-    cases = CASES if args.cases is None else [(c.split("@")[0], float(c.split("@")[1])) for c in args.cases.split(",")]
-    emit = table_writer(Path(args.out), [])
-    known = {(r["case"], r["seed"], r["estimator"]): (r["mibench"] * math.log(2), r["seconds"])
-             for t in (args.mibench_from.split(",") if args.mibench_from else []) for r in read_rows(Path(t))}
-    known_ref = {(r["case"], r["seed"], PAIRS[r["estimator"]]): (r["reference"] * math.log(2), r["ref_seconds"])
-                 for t in (args.reference_from.split(",") if args.reference_from else []) for r in read_rows(Path(t))}
+    cases = comparison.parse_cases(args.cases, CASES)
+    seeds = [int(v) for v in args.seeds.split(",")]
+    emit = comparison.table_writer(Path(args.out), [])
+    known = comparison.earlier_values(args.mibench_from, "mibench")
+    known_ref = comparison.earlier_values(args.reference_from, "reference")
 
     emit(f"# compare_generative: n = {args.n}, seeds {args.seeds}; torch {torch.__version__}, 1 thread per side; "
          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {os.getloadavg()[0]:.2f}")
     emit("# mibench: the registry's defaults (GenerativeTraining: 2,000 steps, batch 256, lr 1e-3, 20 % held out); "
          + ("torch-mist: run_torch_mist.py --matched (its MATCHED settings: 2,000 iterations, batch 256, lr 1e-3, "
             "hidden [128, 128], 4 affine-autoregressive flow layers where mibench has a flow)" if args.matched else
-            "torch-mist: run_torch_mist.py stock (5,000 iterations, batch 64, hidden [256, 256], the same held-out 20 %)"))
-    emit(f"{'case':24s} {'bits':>4s} {'seed':>4s} {'estimator':9s} {'mibench':>8s} {'s':>6s} {'torch-mist':>10s} {'s':>6s}")
+            "torch-mist: run_torch_mist.py stock (5,000 iterations, batch 64, hidden [256, 256], "
+            "the same held-out 20 %)"))
+    emit(f"{'case':24s} {'bits':>4s} {'seed':>4s} {'estimator':9s} {'mibench':>8s} {'s':>6s} "
+         f"{'torch-mist':>10s} {'s':>6s}")
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for seed in (int(s) for s in args.seeds.split(",")):
-            for case, bits in cases:
-                x, y, _ = draw(case, args.n, mi_bits=bits, seed=seed)
-                path = str(Path(tmp) / f"{case}_{bits:g}_{seed}.npz")
-                np.savez(path, x=np.asarray(x, np.float32), y=np.asarray(y, np.float32), seed=seed)
-                label = f"{case}@{bits:g}"
-                if all((label, seed, PAIRS[n]) in known_ref for n in names):
-                    ref = {PAIRS[n]: known_ref[(label, seed, PAIRS[n])] for n in names}
-                else:
-                    ref = run_peer(args.peer, path, [PAIRS[n] for n in names], args.peer_timeout, args.matched)
-                for name in names:
-                    mine = known.get((f"{case}@{bits:g}", seed, name)) or timed_estimate(
-                        name, lambda: ESTIMATORS.get(name).obj().estimate(x, y, seed=seed))
-                    add_row(rows, emit, case, bits, seed, name, mine, ref[PAIRS[name]], (24, 9, 10))
+        for case, bits, seed, x, y, path in comparison.npz_cases(cases, seeds, args.n, tmp):
+            label = f"{case}@{bits:g}"
+            if all((label, seed, n) in known_ref for n in names):
+                ref = {PAIRS[n]: known_ref[(label, seed, n)] for n in names}
+            else:
+                ref = comparison.run_peer(args.peer, "run_torch_mist.py", [PAIRS[n] for n in names], path,
+                                          timeout=args.peer_timeout, options=["--matched"] if args.matched else [],
+                                          env={"OMP_NUM_THREADS": "1"})
+            for name in names:
+                mine = known.get((label, seed, name)) or comparison.timed_estimate(
+                    name, lambda: ESTIMATORS.get(name).obj().estimate(x, y, seed=seed))
+                add_row(rows, emit, case, bits, seed, name, mine, ref[PAIRS[name]], (24, 9, 10))
     summarize(rows, emit)
     emit(f"# load average at end {os.getloadavg()[0]:.2f}")
     return 0

@@ -1,16 +1,101 @@
-"""The mibench-vs-reference tables of compare_generative.py and compare_authors.py: writing
-one as it runs, reading its per-seed rows back, and the agreement rule of their summaries.
+"""Running a peer's runner (``run_peer``: the peer's own python on one .npz, its JSON lines read back;
+used by compare_generative.py, compare_authors.py and ../bench_accuracy.py) and the mibench-vs-reference
+tables of the two compare scripts: writing one as it runs, reading its per-seed rows back, and the
+agreement rule of their summaries.  Needs numpy only (mibench is imported by the callers, not here).
 
 A row is ``case bits seed estimator mibench seconds reference seconds`` (bits; '#' lines are comments).
 """
 from __future__ import annotations
 
+import argparse
+import json
 import math
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+
+def run_peer(python: str, runner: str, names: list[str], path: str, *, timeout: float, options=(),
+             env: dict | None = None, settings: dict | None = None) -> dict:
+    """{name: (nats, seconds)} from ``benchmarks/peers/<runner>`` run by a peer environment's ``python``
+    on the .npz at ``path``: one JSON line per name (peers/common.py), NaN for a name without one (the
+    runner failed, or had not reached it within ``timeout`` seconds: the lines written by then are kept).
+    ``options``: more runner arguments (``--seed S``, ``--matched``); ``env``: added to this process's
+    environment; ``settings``, when given, receives each name's settings line.  Failures are reported on
+    stderr, never raised."""
+    out = {n: (math.nan, math.nan) for n in names}
+    cmd = [python, str(Path(__file__).with_name(runner)), ",".join(names), path, *options]
+    try:
+        proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **(env or {})})
+        last = (proc.stderr.strip().splitlines() or [""])[-1]
+        stdout, failed = proc.stdout, proc.returncode and f"exited {proc.returncode} ({last})"
+    except subprocess.TimeoutExpired as e:
+        stdout = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        failed = f"timed out after {timeout:.0f} s"
+    for line in stdout.splitlines():
+        if line.startswith("{"):
+            r = json.loads(line)
+            out[r["estimator"]] = (r["mi_nats"], r["seconds"])
+            if settings is not None:
+                settings.setdefault(r["estimator"], r.get("settings", ""))
+            if r.get("error"):
+                print(f"# {runner} {r['estimator']}: {r['error']}", file=sys.stderr)
+    if failed:
+        print(f"# {runner} {failed} on {path}", file=sys.stderr)
+    return out
+
+
+def compare_parser(names: list[str], cases_help: str, out: Path, peer_timeout: float) -> argparse.ArgumentParser:
+    """The flags of both compare scripts: which estimators, cases, n, seeds and output; the reference's
+    timeout; ``--summarize`` a stopped run's table; either side's column taken from earlier tables."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--estimators", default=",".join(names))
+    ap.add_argument("--cases", default=None, help=f"comma-separated CASE@BITS (default: {cases_help})")
+    ap.add_argument("--n", type=int, default=5000)
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--peer-timeout", type=float, default=peer_timeout,
+                    help="seconds per reference call (all its estimators on one dataset); NaN past it")
+    ap.add_argument("--out", default=str(out))
+    ap.add_argument("--summarize", default=None, metavar="FILE", help="append the summary to a stopped run's table")
+    for side, instead in (("mibench", "estimating again"), ("reference", "running the reference again")):
+        ap.add_argument(f"--{side}-from", default=None, metavar="TABLE[,TABLE]",
+                        help=f"take the {side} column (value and seconds) of a (case, seed, estimator) from earlier "
+                             f"tables of this script (the same data and settings) instead of {instead}")
+    return ap
+
+
+def parse_cases(text: str | None, default: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """``--cases CASE@BITS,...`` as [(case, bits)]; ``default`` when not given."""
+    if text is None:
+        return default
+    return [(c.split("@")[0], float(c.split("@")[1])) for c in text.split(",")]
+
+
+def npz_cases(cases: list[tuple[str, float]], seeds, n: int, folder):
+    """(case, bits, seed, x, y, path) for each seed (outer loop) and case: ``n`` pairs drawn by
+    ``mibench.tasks.distributions.draw``, also saved as a float32 .npz (with the seed) under ``folder``
+    for the reference side."""
+    from mibench.tasks.distributions import draw
+
+    for seed in seeds:
+        for case, bits in cases:
+            x, y, _ = draw(case, n, mi_bits=bits, seed=seed)
+            path = str(Path(folder) / f"{case}_{bits:g}_{seed}.npz")
+            np.savez(path, x=np.asarray(x, np.float32), y=np.asarray(y, np.float32), seed=seed)
+            yield case, bits, seed, x, y, path
+
+
+def earlier_values(tables: str | None, side: str) -> dict:
+    """{(case@bits, seed, mibench estimator): (nats, seconds)} of one side (``"mibench"`` or
+    ``"reference"``) in earlier tables of a compare script (comma-separated paths; none: {})."""
+    secs = "seconds" if side == "mibench" else "ref_seconds"
+    return {(r["case"], r["seed"], r["estimator"]): (r[side] * math.log(2), r[secs])
+            for t in (tables.split(",") if tables else []) for r in read_rows(Path(t))}
 
 
 def table_writer(out: Path, lines: list[str]):

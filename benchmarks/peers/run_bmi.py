@@ -2,8 +2,12 @@
 mutual information estimators", NeurIPS; PyPI ``benchmark-mi``), with their stock defaults, in the
 peer's own environment (JAX; never imports mibench):
 
-    python -m venv /work/peers/bmi && /work/peers/bmi/bin/pip install benchmark-mi "jax[cpu]==0.4.30" "jaxlib==0.4.30" "equinox<0.11.5"
-    /work/peers/bmi/bin/python benchmarks/peers/run_bmi.py infonce,ksg DATA.npz [DATA.npz ...]
+    python -m venv $PEER_VENV
+    $PEER_VENV/bin/pip install benchmark-mi "jax[cpu]==0.4.30" "jaxlib==0.4.30" "equinox<0.11.5"
+    $PEER_VENV/bin/python benchmarks/peers/run_bmi.py infonce,ksg DATA.npz [DATA.npz ...]
+
+($PEER_VENV: any directory for BMI's own virtual environment; its ``bin/python`` is what
+``bench_accuracy.py --peer bmi=PYTHON`` takes.)
 
 (The pins: benchmark-mi 0.1.3's equinox does not import with jax >= 0.4.34.)  Stock settings: the
 neural estimators' defaults of benchmark-mi 0.1.3 (MLP critic 16 x 8, batch 256, 10,000 steps,
@@ -27,7 +31,8 @@ PEERS = {
 
 def main() -> int:
     args, names = parse("bmi", PEERS)
-    os.environ.setdefault("XLA_FLAGS", f"--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads={args.threads}")
+    os.environ.setdefault("XLA_FLAGS",
+                          f"--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads={args.threads}")
     import bmi
 
     make = {

@@ -2,8 +2,11 @@
 learned representations"; PyPI ``latentmi`` 0.1.3), with its stock settings, in the peer's own
 environment (never imports mibench):
 
-    python -m venv /work/peers/latentmi && /work/peers/latentmi/bin/pip install torch==2.13.0 latentmi==0.1.3
-    /work/peers/latentmi/bin/python benchmarks/peers/run_latentmi.py lmi DATA.npz [DATA.npz ...]
+    python -m venv $PEER_VENV && $PEER_VENV/bin/pip install torch==2.13.0 latentmi==0.1.3
+    $PEER_VENV/bin/python benchmarks/peers/run_latentmi.py lmi DATA.npz [DATA.npz ...]
+
+($PEER_VENV: any directory for latentmi's own virtual environment; its ``bin/python`` is what
+``bench_accuracy.py --peer latentmi=PYTHON`` takes.)
 
 Stock ``latentmi.lmi.estimate(x, y)``: an autoencoder pair with a cross-prediction regulariser
 (``models.AECross``) compresses each side to 8 latent dimensions (batch 512, lr 1e-4, up to 300

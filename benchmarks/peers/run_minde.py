@@ -1,10 +1,13 @@
 """MINDE's reference implementation (Franzese, Bounoua & Michiardi, ICLR 2024: github.com/MustaphaBounoua/minde,
 commit 4c09b55, its ``src/libs/minde.py``), run on .npz data in its own environment (never imports mibench):
 
-    python -m venv /work/peers/minde && /work/peers/minde/bin/pip install torch==2.13.0 pytorch_lightning \
+    python -m venv $PEER_VENV && $PEER_VENV/bin/pip install torch==2.13.0 pytorch_lightning \
         scikit-learn "numpy<2" tensorboardX
-    git --git-dir=<fetched minde repo> archive HEAD | tar -x -C /work/peers/src/minde
-    MINDE_SRC=/work/peers/src/minde /work/peers/minde/bin/python benchmarks/peers/run_minde.py minde-c,minde-j DATA.npz ...
+    git --git-dir=<fetched minde repo> archive HEAD | tar -x -C $MINDE_SRC
+    MINDE_SRC=$MINDE_SRC $PEER_VENV/bin/python benchmarks/peers/run_minde.py minde-c,minde-j DATA.npz ...
+
+($PEER_VENV: any directory for MINDE's own virtual environment, whose ``bin/python`` compare_authors.py
+takes as $MINDE_PYTHON; ``MINDE_SRC``, required: the folder holding the authors' source tree, ``src/``.)
 
 The authors' code is imported unchanged (``src.libs.minde.MINDE``, ``src.scripts.config.get_config``,
 ``src.scripts.helper.SynthetitcDataset``); only its entry script ``src/scripts/run_minde.py`` is replaced
@@ -16,11 +19,12 @@ shuffled), ``--importance_sampling --use_ema`` (EMA decay 0.999), the automatic 
 dim_x + dim_y <= 10), ``mc_iter = 10`` draws of t per held-out pair in ``compute_mi``, the readout on
 the test loader (here the held-out 20 %: common.split, the same seeded split as mibench), the
 reported value ``compute_mi()[0]`` (the score difference; ``[1]``, the sigma variant, is printed on
-stderr).  Kept too: the script's 300 epochs (here of the 4,000 training pairs: 300 x 31 = 9,300 steps, about 65 CPU-s
-per estimate; ``MINDE_HIDDEN`` sets the width instead of the automatic one; ``MINDE_EPOCHS`` changes it -- fewer epochs leave the EMA copy, which starts at the
-initial weights and is the one read out, far from the trained net: 0.999^2,000 = 0.14).  Changed for
-this CPU (the script's 100,000 training pairs are replaced by the .npz's 80 %): ``accelerator="cpu"``, ``num_workers=0``,
-per-epoch MI logging off (``test_epoch`` huge, as ``job.sh``'s ``--test_epoch 10000``), and the SDE's
+stderr).  Kept too: the script's 300 epochs (here of the 4,000 training pairs: 300 x 31 = 9,300 steps,
+about 65 CPU-s per estimate; ``MINDE_HIDDEN`` sets the width instead of the automatic one;
+``MINDE_EPOCHS`` changes it -- fewer epochs leave the EMA copy, which starts at the initial weights
+and is the one read out, far from the trained net: 0.999^2,000 = 0.14).  Changed for this CPU (the
+script's 100,000 training pairs are replaced by the .npz's 80 %): ``accelerator="cpu"``,
+``num_workers=0``, per-epoch MI logging off (``test_epoch`` huge, as ``job.sh``'s ``--test_epoch 10000``), and the SDE's
 training masks built on the CPU (its ``VP_SDE.__init__`` puts them on "cuda"; a subclass here overrides
 ``get_masks_training`` only).  Output: common.py.
 """
@@ -41,7 +45,9 @@ PEERS = {"minde-c": f"type c; {SETTINGS}", "minde-j": f"type j; {SETTINGS}"}
 
 def main() -> int:
     args, names = parse("minde", PEERS)
-    sys.path.insert(0, os.environ.get("MINDE_SRC", "/work/peers/src/minde"))
+    if not os.environ.get("MINDE_SRC"):
+        sys.exit("run_minde.py: set MINDE_SRC to the folder holding MINDE's source tree (src/libs/minde.py)")
+    sys.path.insert(0, os.environ["MINDE_SRC"])
     import numpy as np
     import pytorch_lightning as pl
     import src.libs.minde as minde_module

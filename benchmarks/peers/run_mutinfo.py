@@ -4,11 +4,14 @@ commit 51e7b4a) trained by the MINE estimator of the same authors' benchmark pac
 settings of its config ``source/evaluate/config.d/estimator/MINE/MLP/Nishiyama.yaml``; run on .npz
 data in its own environment (never imports mibench):
 
-    python -m venv /work/peers/mutinfo && /work/peers/mutinfo/bin/pip install torch==2.13.0 scikit-learn scipy numpy
-    git --git-dir=<fetched pytorch-fd repo> archive HEAD | tar -x -C /work/peers/src/torchfd
-    git --git-dir=<fetched mutinfo repo> archive HEAD | tar -x -C /work/peers/src/mutinfo
-    /work/peers/mutinfo/bin/pip install --no-deps /work/peers/src/torchfd /work/peers/src/mutinfo
-    /work/peers/mutinfo/bin/python benchmarks/peers/run_mutinfo.py nishiyama,nwj DATA.npz ...
+    python -m venv $PEER_VENV && $PEER_VENV/bin/pip install torch==2.13.0 scikit-learn scipy numpy
+    git --git-dir=<fetched pytorch-fd repo> archive HEAD | tar -x -C $TORCHFD_SRC
+    git --git-dir=<fetched mutinfo repo> archive HEAD | tar -x -C $MUTINFO_SRC
+    $PEER_VENV/bin/pip install --no-deps $TORCHFD_SRC $MUTINFO_SRC
+    $PEER_VENV/bin/python benchmarks/peers/run_mutinfo.py nishiyama,nwj DATA.npz ...
+
+($PEER_VENV, $TORCHFD_SRC, $MUTINFO_SRC: any directories for the environment and the two source trees;
+compare_authors.py takes ``$PEER_VENV/bin/python`` as $MUTINFO_PYTHON.)
 
 Neither package is on PyPI; both are imported unchanged.  The config's settings, kept: x and y each
 through sklearn's RobustScaler (``TransformedInformationEstimator`` + ``JointTransform``), a joint
@@ -29,8 +32,8 @@ STEPS = int(os.environ.get("MUTINFO_STEPS", "10000"))      # the config's n_trai
 
 LOSSES = {"nishiyama": "NishiyamaLoss", "nwj": "NWJLoss"}
 SETTINGS = ("mutinfo MINE (0a34663) + torchfd.loss.{loss} (51e7b4a): RobustScaler on x and y, joint MLP hidden 128 "
-            "LeakyReLU, permutation marginalizer, Adam lr 1e-3, {steps:,} steps of 512, 50 % held out (train_test_split), "
-            "the mean of per-batch bounds over batches of 512, clipped at 0")
+            "LeakyReLU, permutation marginalizer, Adam lr 1e-3, {steps:,} steps of 512, 50 % held out "
+            "(train_test_split), the mean of per-batch bounds over batches of 512, clipped at 0")
 PEERS = {name: SETTINGS.format(loss=loss, steps=STEPS) for name, loss in LOSSES.items()}
 
 

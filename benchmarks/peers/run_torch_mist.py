@@ -1,8 +1,11 @@
 """Peer estimators from torch-mist (Federici et al., PyPI ``torch-mist`` 0.2.17), with their stock
 settings, in the peer's own environment (never imports mibench):
 
-    python -m venv /work/peers/torch-mist && /work/peers/torch-mist/bin/pip install torch==2.13.0 torch-mist==0.2.17 pandas "numpy<2"
-    /work/peers/torch-mist/bin/python benchmarks/peers/run_torch_mist.py smile,infonce DATA.npz [DATA.npz ...]
+    python -m venv $PEER_VENV && $PEER_VENV/bin/pip install torch==2.13.0 torch-mist==0.2.17 pandas "numpy<2"
+    $PEER_VENV/bin/python benchmarks/peers/run_torch_mist.py smile,infonce DATA.npz [DATA.npz ...]
+
+($PEER_VENV: any directory for torch-mist's own virtual environment; its ``bin/python`` is what
+``compare_generative.py --peer`` ($TORCH_MIST_PYTHON) and ``bench_accuracy.py --peer torch-mist=PYTHON`` take.)
 
 Settings (``torch_mist.estimate_mi``): ``data`` = the training 80 % (common.split: the same seeded
 split as mibench.estimate), ``test_data`` = the held-out 20 % (the reported value),
@@ -35,7 +38,8 @@ from common import parse, run_all, split
 STOCK = {"hidden_dims": [256, 256], "batch_size": 64, "max_iterations": 5000}
 PEERS = {name: f"torch_mist.estimate_mi(estimator={name!r}, {STOCK}, test_data=held-out 20 %)"
          for name in ("smile", "infonce", "nwj", "js", "mine", "doe", "gm", "club", "l1out", "flo")}
-PEERS["hybrid"] = (f"ResampledHybridMIEstimator(doe(hidden_dims=[256, 256]), nwj(hidden_dims=[256, 256], neg_samples=16)) "
+PEERS["hybrid"] = ("ResampledHybridMIEstimator(doe(hidden_dims=[256, 256]), "
+                   "nwj(hidden_dims=[256, 256], neg_samples=16)) "
                    f"trained by torch_mist.estimate_mi, {STOCK}, test_data=held-out 20 %")
 PEERS["ba"] = (f"torch_mist.estimate_mi(estimator='ba', entropy_y=the Gaussian entropy of the training y's covariance, "
                f"{STOCK}, test_data=held-out 20 %)")

@@ -49,7 +49,7 @@ MIX_SHIFT = 2.0          # component means at +-2 (unit variance): clearly bimod
 MIX_MC_DRAWS = 100_000
 TRANSFORMS = ("cdf", "halfcube", "asinh")
 
-#: the validation suite used by tests/tasks/test_distributions.py and benchmarks/bench_estimate.py
+#: the validation suite used by tests/tasks/test_distributions.py and benchmarks/bench_accuracy.py
 SUITE = ["gauss-dense-1x1", "gauss-dense-5x5", "gauss-dense-25x25", "gauss-dense-50x50",
          "gauss-sparse-5x5", "gauss-sparse-25x25", "gauss-sparse-50x50",
          "student-t-dof3-1x1", "student-t-dof5-5x5",

@@ -51,7 +51,7 @@ from mibench.tasks.distributions import draw  # noqa: E402
 
 def test_default_estimate_on_a_1d_gaussian_is_within_a_tenth_of_a_nat():
     """10,000 pairs of gauss-dense-1x1 at 1 nat, all defaults (infonce, preprocess auto).  Measured
-    (benchmarks/bench_estimate.py, results/estimate_seeds_auto.txt): 0.976-1.018 nats over seeds 0-4
+    (benchmarks/bench_accuracy.py, results/estimate_seeds_auto.txt): 0.976-1.018 nats over seeds 0-4
     (seed 0: 0.978), stderr ~0.02; the band 0.1 nats is the target and > 4 stderr from the measured values."""
     x, y, truth = draw("gauss-dense-1x1", 10_000, mi_nats=1.0, seed=0)
     r = mibench.estimate(x, y, seed=0, units="nats", device="cpu")
@@ -73,7 +73,7 @@ def test_default_estimate_on_a_1d_gaussian_is_within_a_tenth_of_a_nat():
 
 
 # Accuracy bands of the default estimate at 10,000 pairs and 1 nat, from a 5-seed calibration
-# (seeds 0-4, benchmarks/bench_estimate.py --seeds 0,1,2,3,4 --no-ksg; output and per-case summary
+# (seeds 0-4, benchmarks/bench_accuracy.py --seeds 0,1,2,3,4 --units nats; output and per-case summary
 # in benchmarks/results/estimate_seeds_start.txt): (mean error, population sd) in nats per case.  A case
 # must land within mean +- 3 sd of the calibration (a regression band; every calibrated mean is within
 # the target max(0.1 nats, 10 %) of the truth).  threads=1 makes each estimate deterministic for its seed.

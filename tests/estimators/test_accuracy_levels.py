@@ -1,11 +1,13 @@
 """Accuracy of the 14 estimators of issue 32 at several MI levels, against the analytic truth.
 
-Bands come from measured seed spread: benchmarks/results/new_estimator_accuracy.txt (ba, gm-flow,
+Bands come from measured seed spread: benchmarks/results/accuracy_levels.txt (ba, gm-flow,
 l1out, minde-c and minde-j from its re-measured section, after their flows became zuko's MAF and
 MINDE's training times importance-sampled; minde-c, minde-j and hybrid-resampled from its last two sections,
 after MINDE's readout quadrature was fixed), written by
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_new_estimator_accuracy.py --seeds 0,1,2,3,4 --dim 3
+    E=nishiyama,jsd-kl,ba,gm-flow,club,l1out,flo,mienf,mienf-tridiag,minde-c,minde-j,fmmi-c,fmmi-j,hybrid-resampled
+    OMP_NUM_THREADS=1 python benchmarks/bench_accuracy.py --cases levels --dim 3 --n 2000 --seeds 0,1,2,3,4 \
+        --budget short --estimators $E
 
 (n = 2,000 pairs; gauss-dense-3x3 at 1, 2, 4 and 6 bits, student-t-dof5-3x3 and asinh-3x3 at 2 bits;
 ba, gm-flow, club, l1out, hybrid-resampled 300 steps, the other generative estimators and flo 400, eval_every 50;

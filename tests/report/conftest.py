@@ -9,6 +9,12 @@ RESULT_DIRS = ["results/table3", "results/sample_leaderboard"]
 
 
 @pytest.fixture(scope="session")
+def result_dirs():
+    """:data:`RESULT_DIRS`, the committed result sets the page is made for."""
+    return RESULT_DIRS
+
+
+@pytest.fixture(scope="session")
 def report_site(tmp_path_factory):
     """(site directory, leaderboard DataFrame) for results/table3 + results/sample_leaderboard."""
     from mibench.analysis.leaderboard import build
