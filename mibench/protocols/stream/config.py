@@ -78,8 +78,10 @@ class StreamConfig:
 def check_memory(cfg: StreamConfig, task, device) -> None:
     """Refuse in one line a run whose critics, training step, task batches and per-step records
     cannot fit in the memory available (:mod:`mibench.utils.limits`), before anything is built."""
+    from mibench.critics import critic_sizes
     from mibench.estimators import training_groups
     from mibench.protocols.stream.training import choose_engine
+    from mibench.tasks.shapes import check_critic_for_task
     from mibench.utils.limits import FLOAT, RECORD_BYTES_PER_STEP, Need, batch_need, check_fits, critic_needs
 
     critics = len(training_groups(cfg.estimators))
@@ -87,7 +89,8 @@ def check_memory(cfg: StreamConfig, task, device) -> None:
     sizes = {"batch": cfg.batch_size, "hidden": cfg.hidden, "layers": cfg.layers, "embed": cfg.embed}
     names = {"batch": "--batch-size", "hidden": "--hidden", "layers": "--layers"}
     per_pair = getattr(task, "bytes_per_pair", FLOAT * (task.dim_x + task.dim_y))
-    needs = critic_needs(cfg.critic, (task.dim_x, task.dim_y), sizes, names, (critics, held))
+    critic = critic_sizes(cfg.critic, task.dim_x, task.dim_y, check_critic_for_task(cfg.critic, task))
+    needs = critic_needs(critic, sizes, names, (critics, held))
     needs += [batch_need(cfg.batch_size, per_pair, (task.dim_x, task.dim_y), "--batch-size"),
               Need("the per-step records", cfg.steps * len(cfg.estimators) * RECORD_BYTES_PER_STEP, "--steps",
                    on_device=False)]
