@@ -66,12 +66,8 @@ from mibench.errors import MibenchError, UnreadableInput
 from mibench.metrics import status_counts
 from mibench.protocols.setup import fmt_num
 from mibench.records.formats import SUMMARY_METRICS
+from mibench.records.setup import SETUP_COLUMNS, SETUP_KEY
 
-SETUP_COLUMNS = ["task", "task_params", "ds", "dr", "critic", "layers", "hidden", "embed", "batch_size", "lr",
-                 "steps", "schedule", "burn_in", "precision", "protocol", "n"]
-#: the setup key (ds / dr follow from task + task_params, so they are not part of it)
-SETUP_KEY = ["task", "task_params", "critic", "layers", "hidden", "embed", "batch_size", "lr", "steps", "schedule",
-             "burn_in", "precision", "protocol", "n"]
 ROW_KEY = SETUP_KEY + ["estimator", "true_mi"]
 METRICS = SUMMARY_METRICS          # the metric columns averaged over seeds (mibench.records.formats)
 COLUMNS = (SETUP_COLUMNS + ["estimator", "rank", "rank_score", "true_mi", "n_seeds", "seeds"]

@@ -17,6 +17,7 @@ from mibench.protocols.setup import (
     schedule_label,
     setup_params,
 )
+from mibench.records.setup import RunSetup
 
 
 class SampleRecords(ProtocolRecords):
@@ -24,11 +25,11 @@ class SampleRecords(ProtocolRecords):
         c = config["config"]
         info = config.get("task_info", {})
         kw = c.get("estimate_kwargs") or {}
-        return {"task": c["task"], "task_params": setup_params(c["task"], c.get("task_params") or {}, info),
-                "ds": info.get("ds"), "dr": info.get("dr"), "critic": c["critic"],
-                **{k: int(kw.get(k) or 0) for k in ("layers", "hidden", "embed", "batch_size", "steps")},
-                "lr": float(kw.get("lr") or 0.0), "schedule": schedule_label(c["mi"]), "burn_in": 0,
-                "precision": "fp32", "protocol": "sample", "n": int(c["n"])}
+        sizes = {k: int(kw.get(k) or 0) for k in ("layers", "hidden", "embed", "batch_size", "steps")}
+        return RunSetup(task=c["task"], task_params=setup_params(c["task"], c.get("task_params") or {}, info),
+                        ds=info.get("ds"), dr=info.get("dr"), critic=c["critic"], **sizes,
+                        lr=float(kw.get("lr") or 0.0), schedule=schedule_label(c["mi"]), burn_in=0,
+                        precision="fp32", protocol="sample", n=int(c["n"])).row()
 
     def seed_rows(self, record) -> list[dict]:
         """One row per estimator x level x seed from sample_estimates.csv (the single estimate of

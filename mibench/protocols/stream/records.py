@@ -18,18 +18,19 @@ from mibench.protocols.setup import (
     setup_params,
 )
 from mibench.records.formats import SUMMARY_METRICS
+from mibench.records.setup import RunSetup
 
 
 class StreamRecords(ProtocolRecords):
     def setup(self, config: dict) -> dict:
         c = config["config"]
         info = config.get("task_info", {})
-        return {"task": c["task"], "task_params": setup_params(c["task"], c.get("task_params") or {}, info),
-                "ds": info.get("ds"), "dr": info.get("dr"), "critic": c["critic"], "layers": int(c["layers"]),
-                "hidden": int(c["hidden"]), "embed": int(c["embed"]), "batch_size": int(c["batch_size"]),
-                "lr": float(c["lr"]), "steps": int(c["steps"]), "schedule": schedule_label(c["mi"]),
-                "burn_in": int(c.get("burn_in") or 0), "precision": c.get("precision") or "fp32",
-                "protocol": "stream", "n": 0}
+        return RunSetup(task=c["task"], task_params=setup_params(c["task"], c.get("task_params") or {}, info),
+                        ds=info.get("ds"), dr=info.get("dr"), critic=c["critic"], layers=int(c["layers"]),
+                        hidden=int(c["hidden"]), embed=int(c["embed"]), batch_size=int(c["batch_size"]),
+                        lr=float(c["lr"]), steps=int(c["steps"]), schedule=schedule_label(c["mi"]),
+                        burn_in=int(c.get("burn_in") or 0), precision=c.get("precision") or "fp32",
+                        protocol="stream", n=0).row()
 
     def seed_rows(self, record) -> list[dict]:
         """Summary rows of one run as per-seed samples; repeated segments of the same level within
