@@ -242,7 +242,8 @@ def provenance(col, board, command: str | None = None) -> dict:
         "tasks": sorted(board["task"].unique().tolist()),
         "estimators": sorted(board["estimator"].unique().tolist()),
         "steps": sorted({int(r.config["config"]["steps"]) for r in col.runs if "steps" in r.config["config"]}),
-        "seeds": sorted({s for r in col.runs for s in (r.config["config"].get("seeds") or [r.config["config"].get("seed")])}),
+        "seeds": sorted({s for r in col.runs
+                         for s in (r.config["config"].get("seeds") or [r.config["config"].get("seed")])}),
         "sample_protocol_n": sorted({s["n"] for s in setups if s["n"]}),
         "schedules": sorted({schedule_label(r.config["config"]["mi"]) for r in col.runs}),
         "devices": sorted({f"{e.get('device')} ({e.get('device_name')})" for e in envs}),

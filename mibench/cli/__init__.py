@@ -29,7 +29,8 @@ COMMANDS = {
     "plot": ("mibench.cli.results", "figures for a run or a sweep (staircase, bias/variance/MSE, sweep curves)"),
     "validate": ("mibench.cli.validate",
                  "validate disentanglement metrics' MI back-ends against the analytic Gaussian toy model"),
-    "encoders": ("mibench.cli.encoders", "encoders: list, finetune-text (the default text pool's), train-resnet, check"),
+    "encoders": ("mibench.cli.encoders",
+                 "encoders: list, finetune-text (the default text pool's), train-resnet, check"),
     "report": ("mibench.cli.report",
                "a static leaderboard web page (tables, figures, metadata, reproduce commands) for run / sweep "
                "directories"),

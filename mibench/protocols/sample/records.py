@@ -125,13 +125,14 @@ class SampleRecords(ProtocolRecords):
         lines = [f"{'#' * level} {f['task']}{params}{dims_text(f)} · sample protocol, n = {f['n']} pairs per "
                  f"dataset · MI {f['schedule']} bits · critic-bound estimators: {f['critic']} critic via "
                  "mibench.estimate" + (f" ({kw})" if kw else " (data-sized defaults)"), "",
-                 "| rank | estimator | kind | bound | avg MSE | true MI | estimate | bias | variance | MSE | seeds | failed "
-                 "| s / estimate | parameters | status |",
+                 "| rank | estimator | kind | bound | avg MSE | true MI | estimate | bias | variance | MSE | seeds "
+                 "| failed | s / estimate | parameters | status |",
                  "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         for _, r in group.iterrows():
             params_n = r["n_parameters"]
-            lines.append(f"| {r['rank']} | {r['estimator']} | {r['kind']} | {fmt_bound(r)} | {fmt_num(r['rank_score'])} | "
-                         f"{r['true_mi']:g} | {fmt_pm(r['mean_estimate'], r['mean_estimate_ci95'])} | "
+            lines.append(f"| {r['rank']} | {r['estimator']} | {r['kind']} | {fmt_bound(r)} | "
+                         f"{fmt_num(r['rank_score'])} | {r['true_mi']:g} | "
+                         f"{fmt_pm(r['mean_estimate'], r['mean_estimate_ci95'])} | "
                          f"{fmt_pm(r['bias'], r['bias_ci95'])} | {fmt_num(r['variance'])} | "
                          f"{fmt_pm(r['mse'], r['mse_ci95'])} | {r['n_seeds']} | {r['diverged_seeds'] or ''} | "
                          f"{fmt_num(r['seconds'], 2)} | "

@@ -123,13 +123,14 @@ class StreamRecords(ProtocolRecords):
         lines = [f"{'#' * level} {f['task']}{params}{dims_text(f)} · {f['critic']} critic "
                  f"{f['layers']}×{f['hidden']} · batch {f['batch_size']} · lr {f['lr']:g} · {f['steps']} steps · "
                  f"MI {f['schedule']} bits" + (f" · burn-in {f['burn_in']}" if f["burn_in"] else ""), "",
-                 "| rank | estimator | bound | avg MSE | true MI | estimate | bias | variance | MSE | seeds | diverged |",
+                 "| rank | estimator | bound | avg MSE | true MI | estimate | bias | variance | MSE | seeds "
+                 "| diverged |",
                  "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for _, r in group.iterrows():
-            lines.append(f"| {r['rank']} | {r['estimator']} | {fmt_bound(r)} | {fmt_num(r['rank_score'])} | {r['true_mi']:g} | "
-                         f"{fmt_pm(r['mean_estimate'], r['mean_estimate_ci95'])} | {fmt_pm(r['bias'], r['bias_ci95'])} | "
-                         f"{fmt_pm(r['variance'], r['variance_ci95'])} | {fmt_pm(r['mse'], r['mse_ci95'])} | "
-                         f"{r['n_seeds']} | {r['diverged_seeds'] or ''} |")
+            lines.append(f"| {r['rank']} | {r['estimator']} | {fmt_bound(r)} | {fmt_num(r['rank_score'])} | "
+                         f"{r['true_mi']:g} | {fmt_pm(r['mean_estimate'], r['mean_estimate_ci95'])} | "
+                         f"{fmt_pm(r['bias'], r['bias_ci95'])} | {fmt_pm(r['variance'], r['variance_ci95'])} | "
+                         f"{fmt_pm(r['mse'], r['mse_ci95'])} | {r['n_seeds']} | {r['diverged_seeds'] or ''} |")
         lines.append("")
         return lines
 
