@@ -28,7 +28,8 @@ def load_runs(path, complete_only: bool = False):
 
 def register_estimator(name, obj, description=None, *, replace=False):
     """Register your estimator (a sample-estimator class / object, a function ``f(x, y) -> nats``, or
-    a critic-head class) under ``name`` for ``mibench`` runs, sweeps and workers; see :mod:`mibench.estimators.plugins`."""
+    a critic-head class) under ``name`` for ``mibench`` runs, sweeps and workers; see
+    :mod:`mibench.estimators.plugins`."""
     from mibench.estimators.plugins import register_estimator as _register
 
     return _register(name, obj, description, replace=replace)

@@ -2,17 +2,25 @@
 docs/architecture.md (lazy imports included), no import cycles, no module over 600 lines, no
 function over 80 lines or with more than 10 parameters, no project history in the code.
 
-The import graph is read from the source with ``ast`` (nothing is imported): every ``import`` /
-``from ... import`` anywhere in a module (inside functions too) is an edge; ``from . import x`` is an
-edge to the package and to ``x``.
+The layer order is import-linter's contracts in pyproject.toml (``[tool.importlinter]``), checked
+by ``lint-imports`` (here and in .ci/run).  Import cycles are read here from the source with ``ast``
+(nothing is imported): every ``import`` / ``from ... import`` anywhere in a module (inside functions
+too) is an edge; ``from . import x`` is an edge to the package and to ``x``.
 """
 from __future__ import annotations
 
 import ast
 import re
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "mibench"
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "mibench"
 MAX_LINES = 600
 
 
@@ -106,6 +114,12 @@ def test_the_cycle_finder_finds_a_cycle():
 
 
 def test_no_import_cycles():
+    """No cycle between modules, checked here rather than by import-linter: its cycle contract
+    (``acyclic_siblings``) squashes each folder into one node and compares siblings only, so it
+    misses a cycle between a package's ``__init__`` and one of its own modules, and it refuses
+    folder-level cycles that are no module cycle (``protocols/workers.py`` lazily imports
+    ``protocols/sample/job.py`` while ``protocols/sample/`` imports ``workers``), which this
+    rule allows."""
     found = cycles(import_graph())
     assert not found, "import cycles: " + "; ".join(" -> ".join(c) for c in found)
 
@@ -122,66 +136,66 @@ def test_no_project_history_in_the_package():
     assert not hits, f"'issue N' references in the package: {hits}"
 
 
-#: the layer order of docs/architecture.md, bottom to top: a module may import only modules of
-#: lower layers (and of its own folder).  A loose top-level module is an area of its own.
-LAYERS = [
-    ("errors", "_version"),
-    ("utils",),
-    ("records", "metrics"),
-    ("plots",),
-    ("data", "critics"),
-    ("encoders", "estimators"),
-    ("tasks",),
-    ("estimation",),
-    ("protocols",),
-    ("sweep",),
-    ("analysis", "disentanglement"),
-    ("report",),
-    ("cli",),
-    ("testing", "__init__"),
-]
-LAYER = {area: i for i, areas in enumerate(LAYERS) for area in areas}
+def _contracts() -> list[dict]:
+    with open(REPO / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["tool"]["importlinter"]["contracts"]
 
 
-def area(module: str) -> str:
-    """``mibench.tasks.vision`` -> ``tasks``; ``mibench.errors`` -> ``errors``; ``mibench`` -> ``__init__``."""
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "__init__"
+def _layers() -> list[tuple[str, ...]]:
+    """The layer order of pyproject.toml's layers contract, bottom to top: a module may import only
+    modules of lower layers (and of its own folder); folders on one layer are independent (``|``).
+    ``__init__`` (mibench/__init__.py) is on the top layer with ``testing`` (its own contracts)."""
+    layers = next(c for c in _contracts() if c["type"] == "layers")["layers"]
+    order = [tuple(a.strip() for a in layer.split("|")) for layer in reversed(layers)]
+    return order[:-1] + [order[-1] + ("__init__",)]
 
 
-def layer_violations(edges: dict[str, set[str]]) -> list[str]:
-    """Every import of a module from its own layer or a higher one (another folder)."""
-    out = []
-    for mod, targets in sorted(edges.items()):
-        for t in sorted(targets):
-            a, b = area(mod), area(t)
-            if a != b and not LAYER[b] < LAYER[a]:
-                out.append(f"{mod} -> {t} ({a}: layer {LAYER[a]}, {b}: layer {LAYER[b]})")
-    return out
+def _lint_imports() -> str:
+    exe = Path(sys.executable).with_name("lint-imports")
+    found = str(exe) if exe.is_file() else shutil.which("lint-imports")
+    if found is None:
+        pytest.skip("lint-imports is not installed (pip install import-linter, in the test extra)")
+    return found
 
 
-def test_every_folder_has_a_layer():
-    areas = {area(m) for m in import_graph()}
-    assert not areas - set(LAYER), f"folders or modules missing from LAYERS (and docs/architecture.md): {areas - set(LAYER)}"
-
-
-def test_the_layer_check_finds_an_upward_import():
-    assert layer_violations({"mibench.records.io": {"mibench.analysis.leaderboard"}})
-    assert layer_violations({"mibench.data.cli": {"mibench.tasks.text"}})            # one layer up
-    assert layer_violations({"mibench.encoders.x": {"mibench.estimators.y"}})        # same layer, other folder
-    assert not layer_violations({"mibench.analysis.gate": {"mibench.records.io", "mibench.analysis.leaderboard"}})
+def _run_lint_imports(root: Path) -> subprocess.CompletedProcess:
+    """``lint-imports`` on the package below ``root`` (it puts its working directory first on the path)."""
+    return subprocess.run([_lint_imports(), "--no-cache"], cwd=root, capture_output=True, text=True, timeout=300)
 
 
 def test_imports_follow_the_layer_order():
-    found = layer_violations(import_graph())
-    assert not found, "imports against the layer order (docs/architecture.md):\n" + "\n".join(found)
+    """pyproject.toml's import-linter contracts: the layers (lazy imports included; every folder
+    has a layer: ``exhaustive``), and nothing imports mibench/__init__.py."""
+    out = _run_lint_imports(REPO)
+    assert out.returncode == 0, "imports against the layer order (docs/architecture.md):\n" + out.stdout + out.stderr
+
+
+def _all_but_python(folder: str, names: list[str]) -> list[str]:
+    """``copytree``'s ignore: every file but the ``.py`` modules (no data files, no caches)."""
+    return [n for n in names if not n.endswith(".py") and not (Path(folder) / n).is_dir()]
+
+
+def test_the_layer_contract_finds_an_upward_import(tmp_path):
+    """A lazy import of a higher layer (utils -> analysis), in a copy of the package, breaks the
+    contract."""
+    _lint_imports()
+    copy = tmp_path / "mibench"
+    shutil.copytree(PACKAGE, copy, ignore=_all_but_python)
+    shutil.copy(REPO / "pyproject.toml", tmp_path)
+    out = _run_lint_imports(tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    with open(copy / "utils" / "units.py", "a") as f:
+        f.write("\n\ndef _upward():\n    from mibench.analysis import leaderboard\n\n    return leaderboard\n")
+    out = _run_lint_imports(tmp_path)
+    assert out.returncode != 0 and "mibench.utils is not allowed to import mibench.analysis" in out.stdout, out.stdout
 
 
 def test_the_architecture_page_states_this_order():
+    """docs/architecture.md's layer table lists the contract's layers, bottom (0) to top."""
     page = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
-    for i, areas in enumerate(LAYERS):
-        for a in areas:
-            assert f"`{a}`" in page, f"docs/architecture.md does not place `{a}` (layer {i})"
+    rows = re.findall(r"^\| (\d+) \| (.*?) \|", page, re.MULTILINE)
+    assert [int(i) for i, _ in rows] == list(range(len(rows)))
+    assert [tuple(re.findall(r"`(\w+)`", names)) for _, names in rows] == _layers()
 
 
 MAX_FUNCTION_LINES, MAX_PARAMETERS = 80, 10

@@ -26,7 +26,8 @@ EXAMPLE = REPO / "examples" / "mibench-example-plugin"
 # every data file the package reads at run time, as the checkout holds them (the embedded subset's
 # file names follow its encoder, so they are listed from the checkout, not by hand)
 PACKAGE_DATA = sorted(
-    {str(p.relative_to(REPO)) for p in (REPO / "mibench" / "data" / "embedded").iterdir() if p.suffix in (".npz", ".json")}
+    {str(p.relative_to(REPO)) for p in (REPO / "mibench" / "data" / "embedded").iterdir()
+     if p.suffix in (".npz", ".json")}
     | {"mibench/analysis/packaged/sample_leaderboard.json", "mibench/report/templates/index.html",
        "mibench/report/assets/site.js", "mibench/report/assets/site.css",
        "mibench/report/assets/vendor/tablesort.min.js", "mibench/report/assets/vendor/tablesort.LICENCE"})

@@ -109,8 +109,8 @@ def compare(new, baseline, tolerance: float = 0.25, mse_floor: float = 0.05, bia
         bdiv, ndiv = int(br["diverged_seeds"]), int(nr["diverged_seeds"])
         bm, nm = float(br["mse"]), float(nr["mse"])
         if ndiv > bdiv or (np.isfinite(bm) and not np.isfinite(nm)):
-            regressions.append(Finding("diverged", kd, bdiv, ndiv,
-                                       f"diverged seeds {bdiv} -> {ndiv}" + ("" if np.isfinite(nm) else ", MSE is NaN")))
+            why = f"diverged seeds {bdiv} -> {ndiv}" + ("" if np.isfinite(nm) else ", MSE is NaN")
+            regressions.append(Finding("diverged", kd, bdiv, ndiv, why))
             continue
         checks = []
         if "mse" in metrics:

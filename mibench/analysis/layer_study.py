@@ -126,7 +126,8 @@ def layer_table(paths, probes: bool = True, n_probe: int = 2000, tail: float = 0
         tr = record["training"]
         model, _ = load_or_train(task, steps=tr.get("steps"), batch=tr.get("batch"), lr=tr.get("lr"),
                                  seed=tr.get("seed") or 0, width=_width(record))
-        acc = layer_probes(task, model.eval(), [l for l in ORDER if l in set(df["layer"].astype(str))], n_probe, n_probe)
+        studied = set(df["layer"].astype(str))
+        acc = layer_probes(task, model.eval(), [l for l in ORDER if l in studied], n_probe, n_probe)
         df["linear_probe_accuracy"] = df["layer"].astype(str).map(acc)
     return df, record
 
@@ -167,7 +168,8 @@ def plot_layers(df, path, record=None, title: str | None = None):
                  + (f" · decoder accuracy {acc.get('source_accuracy'):.5f}" if acc else ""))
     ax.set_title(title, fontsize=10)
     if has_probe:
-        pr = df.drop_duplicates("layer").set_index(df.drop_duplicates("layer")["layer"].astype(str))["linear_probe_accuracy"]
+        per_layer = df.drop_duplicates("layer")
+        pr = per_layer.set_index(per_layer["layer"].astype(str))["linear_probe_accuracy"]
         axes[1].bar(xs, [pr.get(l, np.nan) for l in layers], color="grey")
         lo = float(np.nanmin(pr.to_numpy(float)))
         axes[1].set_ylim(max(0.0, min(lo, 0.99) - 0.02), 1.0)

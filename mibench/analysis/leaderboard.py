@@ -66,12 +66,8 @@ from mibench.errors import MibenchError, UnreadableInput
 from mibench.metrics import status_counts
 from mibench.protocols.setup import fmt_num
 from mibench.records.formats import SUMMARY_METRICS
+from mibench.records.setup import SETUP_COLUMNS, SETUP_KEY
 
-SETUP_COLUMNS = ["task", "task_params", "ds", "dr", "critic", "layers", "hidden", "embed", "batch_size", "lr",
-                 "steps", "schedule", "burn_in", "precision", "protocol", "n"]
-#: the setup key (ds / dr follow from task + task_params, so they are not part of it)
-SETUP_KEY = ["task", "task_params", "critic", "layers", "hidden", "embed", "batch_size", "lr", "steps", "schedule",
-             "burn_in", "precision", "protocol", "n"]
 ROW_KEY = SETUP_KEY + ["estimator", "true_mi"]
 METRICS = SUMMARY_METRICS          # the metric columns averaged over seeds (mibench.records.formats)
 COLUMNS = (SETUP_COLUMNS + ["estimator", "rank", "rank_score", "true_mi", "n_seeds", "seeds"]
@@ -246,7 +242,8 @@ def provenance(col, board, command: str | None = None) -> dict:
         "tasks": sorted(board["task"].unique().tolist()),
         "estimators": sorted(board["estimator"].unique().tolist()),
         "steps": sorted({int(r.config["config"]["steps"]) for r in col.runs if "steps" in r.config["config"]}),
-        "seeds": sorted({s for r in col.runs for s in (r.config["config"].get("seeds") or [r.config["config"].get("seed")])}),
+        "seeds": sorted({s for r in col.runs
+                         for s in (r.config["config"].get("seeds") or [r.config["config"].get("seed")])}),
         "sample_protocol_n": sorted({s["n"] for s in setups if s["n"]}),
         "schedules": sorted({schedule_label(r.config["config"]["mi"]) for r in col.runs}),
         "devices": sorted({f"{e.get('device')} ({e.get('device_name')})" for e in envs}),

@@ -1,6 +1,6 @@
 """The ``mibench`` command line. Thin: parses arguments and calls library functions.
 
-Each command group is a module of this package (``SUBCOMMAND_MODULES``) with
+Each command group is a module of this package (named in :data:`COMMANDS`) with
 ``register_cli(subparsers)``, which adds its parsers and sets ``func`` to a ``cmd_<name>`` handler
 (called with the parsed arguments, returning an exit code); :mod:`.args` holds the argument parsers
 they share.  User mistakes raise :class:`MibenchError` and are printed
@@ -13,17 +13,6 @@ import importlib
 import sys
 
 from mibench.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, MibenchError, Terminated
-
-SUBCOMMAND_MODULES = [
-    "mibench.cli.run",              # run, list
-    "mibench.cli.data",             # data
-    "mibench.cli.sweep",            # sweep
-    "mibench.cli.results",          # leaderboard, compare, plot
-    "mibench.cli.validate",         # validate
-    "mibench.cli.encoders",         # encoders (list, finetune-text, train-resnet, check, layer-study)
-    "mibench.cli.report",           # report
-    "mibench.cli.consistency",      # consistency
-]
 
 #: every subcommand: (module whose ``register_cli`` builds its parser, the one-line help that
 #: ``mibench --help`` lists).  The top-level parser is built from this table alone, so
@@ -40,7 +29,8 @@ COMMANDS = {
     "plot": ("mibench.cli.results", "figures for a run or a sweep (staircase, bias/variance/MSE, sweep curves)"),
     "validate": ("mibench.cli.validate",
                  "validate disentanglement metrics' MI back-ends against the analytic Gaussian toy model"),
-    "encoders": ("mibench.cli.encoders", "encoders: list, finetune-text (the default text pool's), train-resnet, check"),
+    "encoders": ("mibench.cli.encoders",
+                 "encoders: list, finetune-text (the default text pool's), train-resnet, check"),
     "report": ("mibench.cli.report",
                "a static leaderboard web page (tables, figures, metadata, reproduce commands) for run / sweep "
                "directories"),
@@ -48,14 +38,8 @@ COMMANDS = {
                     "baseline, data processing, additivity"),
 }
 
-
-def _import_cli_module(name: str):
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:  # a subcommand module not written yet
-        if exc.name == name:
-            return None
-        raise
+#: the subcommand modules, in the order ``mibench --help`` lists their commands (from :data:`COMMANDS`)
+SUBCOMMAND_MODULES = list(dict.fromkeys(module for module, _ in COMMANDS.values()))
 
 
 def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
@@ -70,9 +54,8 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     full = set(SUBCOMMAND_MODULES) if command == "*" else {COMMANDS[command][0]} if command in COMMANDS else set()
     for name in SUBCOMMAND_MODULES:
-        module = _import_cli_module(name) if name in full else None
-        if module is not None:
-            module.register_cli(sub)
+        if name in full:
+            importlib.import_module(name).register_cli(sub)
             continue
         for cmd, (mod, text) in COMMANDS.items():
             if mod == name:

@@ -19,7 +19,8 @@ def register_cli(subparsers) -> None:
     p.add_argument("--encoder", default=None, help="text encoder for --prepare (default: minilm-imdb, all-MiniLM-L6-v2 "
                    "fine-tuned on IMDB labels; all-MiniLM-L6-v2: off the shelf; or a checkpoint)")
     p.add_argument("--n-per-class", type=int, default=None, help="IMDB reviews per class to embed (default 1500)")
-    p.add_argument("--max-length", type=int, default=None, help="encoder max tokens per review (default: 128 for the fine-tuned default encoder, its training "
+    p.add_argument("--max-length", type=int, default=None,
+                   help="encoder max tokens per review (default: 128 for the fine-tuned default encoder, its training "
                         "length; 256 for the others)")
     p.add_argument("--json", action="store_true", help="print the status as JSON")
     p.set_defaults(func=cmd_data)

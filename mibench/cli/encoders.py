@@ -1,5 +1,6 @@
 """``mibench encoders``: list the transforms, (re)train the ResNet used by ``--transform resnet``,
-fine-tune the default text encoder (``finetune-text``), check invertibility numerically, and tabulate / plot the ResNet layer study.
+fine-tune the default text encoder (``finetune-text``), check invertibility numerically, and
+tabulate / plot the ResNet layer study.
 
 Light on purpose (a top-level module, not inside :mod:`mibench.encoders`, whose package imports
 torch): building the parser (``mibench encoders --help``, argument errors) imports neither torch

@@ -36,9 +36,9 @@ def register_cli(sub) -> None:
     p = sub.add_parser("run", help="train estimators on a task and write a run directory",
                        description="Train the estimators' critics on a shared batch stream (one critic per training "
                                    "objective: JS and SMILE-tau share one); write config.json, "
-                                   "estimates.csv, summary.csv and staircase.png (all estimates in bits).  Exit status: "
-                                   "0 every estimate obtained, 2 usage error, 3 some estimates failed, 4 unreadable "
-                                   "input, 130 / 143 interrupted.")
+                                   "estimates.csv, summary.csv and staircase.png (all estimates in bits).  "
+                                   "Exit status: 0 every estimate obtained, 2 usage error, 3 some estimates failed, "
+                                   "4 unreadable input, 130 / 143 interrupted.")
     add_flags(p, StreamConfig)           # --task, --estimator, --critic, --mi, --steps, ... with their defaults
     p.add_argument("--out", default=None, help="run directory: new or empty (default results/runs/<readable name>); "
                    "one that holds this run needs --resume or --overwrite, any other is refused")

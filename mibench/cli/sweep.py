@@ -38,7 +38,8 @@ def _sweep_parser(sub) -> None:
                "130 / 143 interrupted")
     p.add_argument("config", nargs="?", help="sweep config file (.toml or .yaml)")
     g = p.add_argument_group("presets (the paper's studies, §5.1-5.6)")
-    g.add_argument("--preset", help="study preset: critics, depth, estimators, ds, dr, nuisance, smoke, ... (--list-presets)")
+    g.add_argument("--preset",
+                   help="study preset: critics, depth, estimators, ds, dr, nuisance, smoke, ... (--list-presets)")
     form = g.add_mutually_exclusive_group()
     form.add_argument("--quick", dest="form", action="store_const", const="quick",
                       help="reduced CPU form (default)")
@@ -167,7 +168,8 @@ def cmd_sweep(args) -> int:
                  **{c.name: "done  " for c in p.done}}
         for c in p.cells:
             print(f"{state[c.name]} {c.name}  [{c.protocol.describe_cell(c.config)}]")
-        print(f"{len(p.cells)} cells ({len(p.done)} complete, {len(p.resume)} to resume, {len(p.todo)} to run) -> {out}")
+        print(f"{len(p.cells)} cells ({len(p.done)} complete, {len(p.resume)} to resume, {len(p.todo)} to run) "
+              f"-> {out}")
         return EXIT_OK
 
     previous = signal.getsignal(signal.SIGTERM)

@@ -30,6 +30,7 @@ shape (e.g. the text side of the image-text task) gets an MLP encoder to the sam
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -117,6 +118,65 @@ def stem_channels(c: int) -> int:
     return min(STEM_MAX, max(CHANNELS, 16 * c))
 
 
+class Stage(NamedTuple):
+    """One convolution of :class:`ConvEncoder`: channels in and out, kernel, stride, padding, and
+    the (C, H, W) shape it outputs."""
+
+    c_in: int
+    c_out: int
+    kernel: int
+    stride: int
+    padding: int
+    out_shape: tuple[int, int, int]
+
+
+class EncoderPlan(NamedTuple):
+    """:class:`ConvEncoder`'s layout for one image shape: the padding of the input (``F.pad``'s
+    order), the convolutions, and the shape the last one outputs."""
+
+    pad: tuple[int, int, int, int]
+    stages: tuple[Stage, ...]
+    out_shape: tuple[int, int, int]
+
+
+def encoder_plan(shape: tuple[int, int, int]) -> EncoderPlan:
+    """The stages :class:`ConvEncoder` builds for ``shape`` (C, H, W), computed once here so that the
+    encoder and its declared sizes (:func:`encoder_parameters`, :func:`encoder_activations`) agree."""
+    c, h, w = shape
+    stages: list[Stage] = []
+    pad = (0, 0, 0, 0)
+    if min(h, w) >= STEM_MIN_SIDE:
+        ph, pw = -h % 4, -w % 4
+        pad = (0, pw, 0, ph)
+        c_out = stem_channels(c)
+        c, h, w = c_out, (h + ph) // 4, (w + pw) // 4
+        stages.append(Stage(shape[0], c_out, 4, 4, 0, (c, h, w)))
+    while min(h, w) > MIN_SIDE and len(stages) < MAX_STAGES:
+        c_in, c, h, w = c, CHANNELS, (h + 1) // 2, (w + 1) // 2
+        stages.append(Stage(c_in, CHANNELS, 3, 2, 1, (c, h, w)))
+    return EncoderPlan(pad, tuple(stages), (c, h, w))
+
+
+def encoder_parameters(shape, dim: int, features: int) -> int:
+    """Parameters of :func:`encoder`'s module for one side (an image ``shape`` or None, ``dim`` columns)."""
+    if shape is None:
+        return dim * features + features
+    plan = encoder_plan(tuple(shape))
+    convs = sum(s.c_in * s.c_out * s.kernel * s.kernel + s.c_out for s in plan.stages)
+    return convs + math.prod(plan.out_shape) * features + features
+
+
+def encoder_activations(shape, features: int) -> int:
+    """Activation values :func:`encoder`'s module holds per input row: the padded image (where the stem
+    pads it), each convolution's output and the features."""
+    if shape is None:
+        return features
+    c, h, w = shape
+    plan = encoder_plan(tuple(shape))
+    padded = c * (h + plan.pad[3]) * (w + plan.pad[1]) if any(plan.pad) else 0
+    return padded + sum(math.prod(s.out_shape) for s in plan.stages) + features
+
+
 class ConvEncoder(nn.Module):
     """Flattened images (N, C*H*W) -> (N, ``features``).
 
@@ -130,20 +190,12 @@ class ConvEncoder(nn.Module):
     def __init__(self, shape: tuple[int, int, int], features: int):
         super().__init__()
         self.shape = tuple(shape)
-        c, h, w = self.shape
-        convs: list[nn.Module] = []
-        self.pad = (0, 0, 0, 0)
-        if min(h, w) >= STEM_MIN_SIDE:
-            ph, pw = -h % 4, -w % 4
-            self.pad = (0, pw, 0, ph)
-            convs.append(nn.Conv2d(c, stem_channels(c), kernel_size=4, stride=4))
-            c, h, w = stem_channels(c), (h + ph) // 4, (w + pw) // 4
-        while min(h, w) > MIN_SIDE and len(convs) < MAX_STAGES:
-            convs.append(nn.Conv2d(c, CHANNELS, kernel_size=3, stride=2, padding=1))
-            c, h, w = CHANNELS, (h + 1) // 2, (w + 1) // 2
-        self.convs = nn.ModuleList(convs)
-        self.out_shape = (c, h, w)
-        self.proj = nn.Linear(c * h * w, features)
+        plan = encoder_plan(self.shape)
+        self.pad = plan.pad
+        self.convs = nn.ModuleList(nn.Conv2d(s.c_in, s.c_out, kernel_size=s.kernel, stride=s.stride, padding=s.padding)
+                                   for s in plan.stages)
+        self.out_shape = plan.out_shape
+        self.proj = nn.Linear(math.prod(plan.out_shape), features)
         he_init(self)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -174,6 +226,24 @@ def encoder(shape, dim: int, features: int) -> nn.Module:
 class ConvJointCritic(Critic):
     """``conv-joint``: CNN features of each image, then the joint MLP head on every pair of features."""
 
+    takes_shapes = True
+
+    @classmethod
+    def build(cls, dim_x, dim_y, hidden, layers, embed, shapes=None):
+        return cls(dim_x, dim_y, hidden, layers, resolve_shapes(dim_x, dim_y, shapes))
+
+    @classmethod
+    def parameter_count(cls, dim_x, dim_y, hidden, layers, embed, shapes=None):
+        sx, sy = resolve_shapes(dim_x, dim_y, shapes)
+        return (encoder_parameters(sx, dim_x, hidden) + encoder_parameters(sy, dim_y, hidden)
+                + JointCritic.parameter_count(hidden, hidden, hidden, layers, embed))
+
+    @classmethod
+    def activation_count(cls, batch, pairs_per_row, dim_x, dim_y, hidden, layers, embed, shapes=None):
+        sx, sy = resolve_shapes(dim_x, dim_y, shapes)
+        return (batch * (encoder_activations(sx, hidden) + encoder_activations(sy, hidden))
+                + JointCritic.activation_count(batch, pairs_per_row, hidden, hidden, hidden, layers, embed))
+
     def __init__(self, dim_x: int, dim_y: int, hidden: int, layers: int, shapes):
         super().__init__()
         self.shapes = shapes
@@ -195,6 +265,22 @@ class ConvJointCritic(Critic):
 
 class ConvSeparableCritic(Critic):
     """``conv``: f(x)^T g(y) with f, g a CNN encoder and a linear layer to ``embed``."""
+
+    takes_shapes = True
+
+    @classmethod
+    def build(cls, dim_x, dim_y, hidden, layers, embed, shapes=None):
+        return cls(dim_x, dim_y, hidden, embed, resolve_shapes(dim_x, dim_y, shapes))
+
+    @classmethod
+    def parameter_count(cls, dim_x, dim_y, hidden, layers, embed, shapes=None):
+        sx, sy = resolve_shapes(dim_x, dim_y, shapes)
+        return encoder_parameters(sx, dim_x, hidden) + encoder_parameters(sy, dim_y, hidden) + 2 * (hidden + 1) * embed
+
+    @classmethod
+    def activation_count(cls, batch, pairs_per_row, dim_x, dim_y, hidden, layers, embed, shapes=None):
+        sx, sy = resolve_shapes(dim_x, dim_y, shapes)
+        return batch * (encoder_activations(sx, hidden) + encoder_activations(sy, hidden) + 2 * embed)
 
     def __init__(self, dim_x: int, dim_y: int, hidden: int, embed: int, shapes):
         super().__init__()

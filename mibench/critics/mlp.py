@@ -1,11 +1,16 @@
 """Critic modules.  ``forward(x, y)`` maps (K, dim_x), (K, dim_y) to the (K, K) matrix f(x_i, y_j);
-``block_scores(xb, yb)`` maps G blocks (G, B, dim_x), (G, B, dim_y) to (G, B, B) score matrices."""
+``block_scores(xb, yb)`` maps G blocks (G, B, dim_x), (G, B, dim_y) to (G, B, B) score matrices.
+
+Each critic class also declares its size without being built (:meth:`Critic.parameter_count`,
+:meth:`Critic.activation_count`), so the memory checks (:mod:`mibench.utils.limits`) read the sizes
+from the class that allocates them instead of re-deriving them by the critic's name."""
 from __future__ import annotations
 
 import torch
 from torch import nn
 
 from mibench.critics.kernels import linear as _linear
+from mibench.errors import MibenchError
 
 
 def mlp(dim_in: int, hidden: int, dim_out: int, layers: int) -> nn.Sequential:
@@ -15,6 +20,11 @@ def mlp(dim_in: int, hidden: int, dim_out: int, layers: int) -> nn.Sequential:
         mods += [nn.Linear(hidden, hidden), nn.ReLU()]
     mods.append(nn.Linear(hidden, dim_out))
     return nn.Sequential(*mods)
+
+
+def mlp_parameters(dim_in: int, hidden: int, dim_out: int, layers: int) -> int:
+    """Parameters of :func:`mlp` (weights and biases), counted without building it."""
+    return dim_in * hidden + hidden + layers * (hidden * hidden + hidden) + hidden * dim_out + dim_out
 
 
 def run_mlp(net: nn.Sequential, h: torch.Tensor, start: int = 0) -> torch.Tensor:
@@ -31,7 +41,32 @@ def run_mlp(net: nn.Sequential, h: torch.Tensor, start: int = 0) -> torch.Tensor
 
 
 class Critic(nn.Module):
-    """Base of every critic: ``forward`` scores one batch, :meth:`block_scores` several at once."""
+    """Base of every critic: ``forward`` scores one batch, :meth:`block_scores` several at once.
+
+    A registered critic is built by :meth:`build` from the registry's common sizes, and declares
+    what it will hold before it is built: :meth:`parameter_count` (equal to the built critic's
+    ``sum(p.numel())``) and :meth:`activation_count` (the values one training step's forward pass
+    keeps for the backward pass).  ``shapes`` is read by the image critics only."""
+
+    #: whether the critic reads its inputs as images (the conv critics take the task's image shapes)
+    takes_shapes = False
+
+    @classmethod
+    def build(cls, dim_x: int, dim_y: int, hidden: int, layers: int, embed: int, shapes=None) -> "Critic":
+        """The critic for inputs of ``dim_x`` and ``dim_y`` columns."""
+        raise NotImplementedError
+
+    @classmethod
+    def parameter_count(cls, dim_x: int, dim_y: int, hidden: int, layers: int, embed: int, shapes=None) -> int:
+        """Trainable parameters of :meth:`build`'s critic, without building it."""
+        raise NotImplementedError
+
+    @classmethod
+    def activation_count(cls, batch: int, pairs_per_row: int, dim_x: int, dim_y: int, hidden: int, layers: int,
+                         embed: int, shapes=None) -> int:
+        """Activation values one training step holds for a batch of ``batch`` rows, each scored against
+        ``pairs_per_row`` others (the score matrix itself not included)."""
+        raise NotImplementedError
 
     def block_scores(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
         """(G, B, dim_x), (G, B, dim_y) -> (G, B, B): each block's score matrix (one block at a
@@ -40,6 +75,23 @@ class Critic(nn.Module):
 
 
 class InnerCritic(Critic):
+    """x^T y: no parameters, no activations besides the score matrix."""
+
+    @classmethod
+    def build(cls, dim_x, dim_y, hidden, layers, embed, shapes=None):
+        if dim_x != dim_y:
+            raise MibenchError(f"the inner critic needs equal dimensions, got dim_x={dim_x}, dim_y={dim_y}; "
+                               "use bilinear, separable or joint")
+        return cls()
+
+    @classmethod
+    def parameter_count(cls, dim_x, dim_y, hidden, layers, embed, shapes=None):
+        return 0
+
+    @classmethod
+    def activation_count(cls, batch, pairs_per_row, dim_x, dim_y, hidden, layers, embed, shapes=None):
+        return 0
+
     def forward(self, x, y):
         return x @ y.T
 
@@ -50,6 +102,18 @@ class BilinearCritic(Critic):
         self.weight = nn.Parameter(torch.empty(dim_x, dim_y))
         nn.init.normal_(self.weight, std=(dim_x * dim_y) ** -0.25 / 4)
 
+    @classmethod
+    def build(cls, dim_x, dim_y, hidden, layers, embed, shapes=None):
+        return cls(dim_x, dim_y)
+
+    @classmethod
+    def parameter_count(cls, dim_x, dim_y, hidden, layers, embed, shapes=None):
+        return dim_x * dim_y
+
+    @classmethod
+    def activation_count(cls, batch, pairs_per_row, dim_x, dim_y, hidden, layers, embed, shapes=None):
+        return batch * dim_y                                    # x W
+
     def forward(self, x, y):
         return (x @ self.weight) @ y.T
 
@@ -59,6 +123,18 @@ class SeparableCritic(Critic):
         super().__init__()
         self.f = mlp(dim_x, hidden, embed, layers)
         self.g = mlp(dim_y, hidden, embed, layers)
+
+    @classmethod
+    def build(cls, dim_x, dim_y, hidden, layers, embed, shapes=None):
+        return cls(dim_x, dim_y, hidden, layers, embed)
+
+    @classmethod
+    def parameter_count(cls, dim_x, dim_y, hidden, layers, embed, shapes=None):
+        return mlp_parameters(dim_x, hidden, embed, layers) + mlp_parameters(dim_y, hidden, embed, layers)
+
+    @classmethod
+    def activation_count(cls, batch, pairs_per_row, dim_x, dim_y, hidden, layers, embed, shapes=None):
+        return 2 * batch * (hidden * (layers + 1) + embed)     # each sample once through its MLP
 
     def forward(self, x, y):
         return run_mlp(self.f, x) @ run_mlp(self.g, y).T
@@ -97,6 +173,18 @@ class JointCritic(Critic):
         self.dim_x = dim_x
         self.net = mlp(dim_x + dim_y, hidden, 1, layers)
         self.net[0] = SplitLinear(self.net[0], dim_x)
+
+    @classmethod
+    def build(cls, dim_x, dim_y, hidden, layers, embed, shapes=None):
+        return cls(dim_x, dim_y, hidden, layers)
+
+    @classmethod
+    def parameter_count(cls, dim_x, dim_y, hidden, layers, embed, shapes=None):
+        return mlp_parameters(dim_x + dim_y, hidden, 1, layers)
+
+    @classmethod
+    def activation_count(cls, batch, pairs_per_row, dim_x, dim_y, hidden, layers, embed, shapes=None):
+        return batch * pairs_per_row * hidden * (layers + 1)   # every pair through the hidden layers
 
     def forward(self, x, y):
         first = self.net[0]

@@ -41,7 +41,8 @@ def provenance() -> dict:
 def load(name: str) -> dict:
     path = EMBEDDED_DIR / FILES[name]
     if not path.is_file():
-        raise DataNotFoundError(f"embedded {name} subset missing ({path}); reinstall mibench or point MIBENCH_DATA at the full data")
+        raise DataNotFoundError(f"embedded {name} subset missing ({path}); reinstall mibench or point MIBENCH_DATA "
+                                "at the full data")
     with np.load(path, allow_pickle=False) as z:
         return {k: z[k] for k in z.files}
 

@@ -28,8 +28,9 @@ the encoder says in one line what to install.
 
 Cache: ``<cache>/embeddings/imdb-<key>.npy`` (float32) plus a ``.json`` with the provenance; the
 key hashes the encoder's identity (its config and weight-file md5s, the pooling, e.g.
-``mean+l2norm`` or ``cls``, and for the fine-tuned encoder its recipe and training subset), the data csv's md5, ``max_length`` and the subset (split,
-n_per_class, seed), so changing any of them computes anew.
+``mean+l2norm`` or ``cls``, and for the fine-tuned encoder its recipe and training subset), the
+data csv's md5, ``max_length`` and the subset (split, n_per_class, seed), so changing any of them
+computes anew.
 """
 from __future__ import annotations
 
@@ -145,7 +146,8 @@ def resolve_encoder(encoder=None) -> tuple[str, Path]:
     path = Path(name).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
-            raise MibenchError(f"unknown encoder {name!r}: directory has no config.json (not a Hugging Face checkpoint)")
+            raise MibenchError(f"unknown encoder {name!r}: directory has no config.json "
+                               "(not a Hugging Face checkpoint)")
         return name, path.resolve()
     if path.exists() or name.startswith((".", "/", "~")) or name.count("/") > 1:
         raise MibenchError(f"unknown encoder {name!r}: no such checkpoint directory")
@@ -179,7 +181,8 @@ def pooling_config(path) -> dict:
         modules = json.loads(modules_file.read_text())
         types = [(str(m.get("type", "")), str(m.get("path", ""))) for m in modules]
     except (ValueError, AttributeError, TypeError):
-        raise MibenchError(f"encoder checkpoint {path}: modules.json is not a sentence-transformers module list") from None
+        raise MibenchError(f"encoder checkpoint {path}: modules.json is not a sentence-transformers "
+                           "module list") from None
     normalize = any(t.endswith("Normalize") for t, _ in types)
     pooling_dirs = [p for t, p in types if t.endswith("Pooling")]
     if not pooling_dirs:
@@ -440,8 +443,9 @@ def imdb_embeddings(data_dir=None, encoder=None, n_per_class: int | None = DEFAU
     t0 = time.perf_counter()
     emb = embed_texts(df["text"].to_numpy()[rows], encoder, max_length, batch_size, progress)
     seconds = time.perf_counter() - t0
-    meta = {"key": key, "key_hash": kh, "rows": rows.tolist(), "n": n, "origin": "computed", "seconds": round(seconds, 2),
-            "seconds_per_text": round(seconds / max(n, 1), 4), "torch_threads": _threads()}
+    meta = {"key": key, "key_hash": kh, "rows": rows.tolist(), "n": n, "origin": "computed",
+            "seconds": round(seconds, 2), "seconds_per_text": round(seconds / max(n, 1), 4),
+            "torch_threads": _threads()}
     tmp = npy.with_suffix(f".tmp{os.getpid()}.npy")
     np.save(tmp, emb)
     os.replace(tmp, npy)

@@ -108,7 +108,8 @@ def _embed(model, tok, texts, max_length, pooling, batch_size=32):
     out = []
     with torch.inference_mode():
         for s in range(0, len(texts), batch_size):
-            enc = tok(texts[s:s + batch_size], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+            enc = tok(texts[s:s + batch_size], padding=True, truncation=True, max_length=max_length,
+                      return_tensors="pt")
             out.append(pool_hidden_states(model(**enc).last_hidden_state, enc["attention_mask"], pooling).float())
     return torch.cat(out) if out else torch.zeros(0)
 
@@ -151,7 +152,8 @@ def finetune_text(data_dir=None, cfg: FinetuneConfig = DEFAULT_CONFIG, force: bo
            "recipe_hash": sha256_json(recipe_key(cfg, base["fingerprint"]))[:12], "data_md5": data.data_md5,
            "train_rows_sha": data.rows_hash, "n_train": len(data.texts), "steps": total, "objective":
            "binary cross-entropy of a linear head on the pooled (mean + L2 norm) embedding x sqrt(hidden)",
-           "train_seconds": round(train_s, 1), "eval_seconds": round(eval_s, 1), "torch_threads": torch.get_num_threads(),
+           "train_seconds": round(train_s, 1), "eval_seconds": round(eval_s, 1),
+           "torch_threads": torch.get_num_threads(),
            "final_loss": float(np.mean(losses[-25:])) if losses else None,
            "loss_curve": [round(float(np.mean(losses[i:i + 25])), 4) for i in range(0, len(losses), 25)],
            "held_out": {"split": "test", "n": len(data.held_texts), "accuracy": held_acc,

@@ -31,11 +31,13 @@ class FinetuneConfig:
 
     def check(self) -> "FinetuneConfig":
         if self.n_per_class < 1 or self.epochs < 1 or self.batch_size < 1 or self.max_length < 4:
-            raise MibenchError(f"fine-tuning needs n_per_class, epochs, batch_size >= 1 and max_length >= 4, got {self}")
+            raise MibenchError(f"fine-tuning needs n_per_class, epochs, batch_size >= 1 and max_length >= 4, "
+                               f"got {self}")
         if not (self.lr > 0 and self.head_lr > 0 and 0 <= self.warmup < 1):
             raise MibenchError("fine-tuning needs lr, head_lr > 0 and warmup in [0, 1)")
         if self.split not in ("train", "all"):
-            raise MibenchError(f"fine-tuning split must be train or all (the test split is held out), got {self.split!r}")
+            raise MibenchError(f"fine-tuning split must be train or all (the test split is held out), "
+                               f"got {self.split!r}")
         return self
 
 

@@ -167,7 +167,8 @@ def neural_mi(y: np.ndarray, z, *, discrete_y: bool, estimator: str, critic: str
         from mibench.estimation import estimate  # lazily: the estimator stack is heavy
     except ModuleNotFoundError as exc:
         if exc.name == "mibench.estimation":
-            raise BackendUnsupported("neural back-ends need mibench.estimate (mibench.estimation), not available here") from None
+            raise BackendUnsupported("neural back-ends need mibench.estimate (mibench.estimation), "
+                                     "not available here") from None
         raise
     opts = {**NEURAL_DEFAULTS, **settings}
     yy = one_hot(row_labels(y)) if discrete_y else y

@@ -80,7 +80,8 @@ class InfoTable:
     def need(self, *parts: str) -> None:
         missing = [p for p in parts if getattr(self, p) is None]
         if missing:
-            raise MibenchError(f"this metric needs the MI table parts {missing}; compute them with info_table(parts=...)")
+            raise MibenchError(f"this metric needs the MI table parts {missing}; compute them with "
+                               "info_table(parts=...)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -267,12 +268,15 @@ MI_METRICS: dict[str, MIMetric] = {
     m.name: m
     for m in [
         MIMetric("mig", ("pair",), mig_from_table, "Mutual Information Gap (Chen et al. 2018; Tokui eq. 3)"),
-        MIMetric("unibound", ("pair", "rest"), unibound_from_table, "UniBound, unique-information lower bound (Tokui eq. 6)"),
-        MIMetric("u_upper", ("pair", "rest", "full"), _bound("u_upper"), "unique upper bound, eq. 7 as printed: I(y;z_l) - [II]+"),
+        MIMetric("unibound", ("pair", "rest"), unibound_from_table,
+                 "UniBound, unique-information lower bound (Tokui eq. 6)"),
+        MIMetric("u_upper", ("pair", "rest", "full"), _bound("u_upper"),
+                 "unique upper bound, eq. 7 as printed: I(y;z_l) - [II]+"),
         MIMetric("u_upper_unclipped", ("pair", "rest", "full"), _bound("u_upper_unclipped"),
                  "unique upper bound of Tokui Table 1: I(y;z) - I(y;z_without_l)"),
         MIMetric("r_lower", ("pair", "rest", "full"), _bound("r_lower"), "redundancy lower bound [II]+ (eq. 7)"),
-        MIMetric("r_upper", ("pair", "rest", "full"), _bound("r_upper"), "redundancy upper bound min(I(y;z_l), I(y;z_without_l)) (eq. 7)"),
+        MIMetric("r_upper", ("pair", "rest", "full"), _bound("r_upper"),
+                 "redundancy upper bound min(I(y;z_l), I(y;z_without_l)) (eq. 7)"),
         MIMetric("c_lower", ("pair", "rest", "full"), _bound("c_lower"), "synergy lower bound [-II]+ (eq. 7)"),
         MIMetric("c_upper", ("pair", "rest", "full"), _bound("c_upper"), "synergy upper bound min(...) - II (eq. 7)"),
         MIMetric("dcimig", ("pair",), dcimig_from_table, "DCIMIG (Sepliarskaia et al. §4.1)"),
@@ -280,7 +284,8 @@ MI_METRICS: dict[str, MIMetric] = {
                  "Minimality with MI, x = y (Almudevar ICLR eqs. 5-6)"),
         MIMetric("sufficiency_mi", ("pair",), sufficiency_mi_from_table,
                  "Sufficiency with MI, discrete factors (Almudevar ICLR eqs. 7-8)"),
-        MIMetric("ridgeway_modularity", ("pair",), ridgeway_modularity_from_table, "Ridgeway & Mozer (2018) modularity"),
+        MIMetric("ridgeway_modularity", ("pair",), ridgeway_modularity_from_table,
+                 "Ridgeway & Mozer (2018) modularity"),
     ]
 }
 

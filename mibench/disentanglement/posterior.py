@@ -59,7 +59,8 @@ class GaussianPosterior:
         if self.cov_kind not in expected:
             raise MibenchError(f"cov_kind must be one of {sorted(expected)}, got {self.cov_kind!r}")
         if self.cov.shape != expected[self.cov_kind]:
-            raise MibenchError(f"a {self.cov_kind!r} posterior cov must have shape {expected[self.cov_kind]}, got {self.cov.shape}")
+            raise MibenchError(f"a {self.cov_kind!r} posterior cov must have shape {expected[self.cov_kind]}, "
+                               f"got {self.cov.shape}")
         if self.A is not None:
             if self.cov_kind != "shared":
                 raise MibenchError("a linear-Gaussian posterior needs one shared (L, L) covariance")

@@ -186,8 +186,9 @@ def almudevar_neurips(y, z, *, model="random_forest", forest: dict | None = None
     The printed algorithms clip with ``min(0, ·)``, which would make every score ≤ 0; the text says
     the scores lie in [0, 1], so we clip with max(0, ·) (a typo fix).  The loops over j in Algorithm 2
     l. 7 and Algorithm 4 l. 5 print "to n"; j indexes the m code variables.  The random forests use
-    :data:`NEURIPS_FOREST` unless ``forest`` (RandomForestRegressor settings) is given; the scores depend on the number of samples (the regressors' accuracy):
-    the paper's tables are reproduced at n = :data:`NEURIPS_N`.
+    :data:`NEURIPS_FOREST` unless ``forest`` (RandomForestRegressor settings) is given; the scores
+    depend on the number of samples (the regressors' accuracy): the paper's tables are reproduced at
+    n = :data:`NEURIPS_N`.
 
     Returns the scores ``modularity``, ``compactness``, ``explicitness``, ``minimality``,
     ``sufficiency`` and the matrices ``m`` (K × L modularity m_ij), ``m_min`` (K × L minimality),
@@ -380,7 +381,8 @@ def ridgeway_explicitness(y, z, *, discrete=None, bins: int = 10, test_size=0.5,
         clf = LogisticRegression(max_iter=1000).fit(zs[train], labels[train])
         proba = clf.predict_proba(zs[test])
         onehot = (labels[test][:, None] == classes[None, :]).astype(float)
-        per_class = [roc_auc_score(onehot[:, c], proba[:, c]) for c in range(len(classes)) if 0 < onehot[:, c].sum() < len(onehot)]
+        per_class = [roc_auc_score(onehot[:, c], proba[:, c]) for c in range(len(classes))
+                     if 0 < onehot[:, c].sum() < len(onehot)]
         aucs.append(np.mean(per_class))
     return float(np.mean(aucs))
 

@@ -107,7 +107,8 @@ def validate_case(y, post, analytic: InfoTable, backends, metrics, attack: str, 
             try:
                 exact = float(m.fn(analytic))
             except MibenchError as exc:
-                rows.append(Row(be.name, m.name, attack, alpha, math.nan, math.nan, math.nan, math.nan, "unsupported", str(exc)))
+                rows.append(Row(be.name, m.name, attack, alpha, math.nan, math.nan, math.nan, math.nan, "unsupported",
+                                str(exc)))
                 continue
             tol, tol_note = tolerance_for(be.name, m.name)
             missing = [p for p in m.parts if p not in got]
@@ -118,7 +119,8 @@ def validate_case(y, post, analytic: InfoTable, backends, metrics, attack: str, 
             try:
                 est = float(m.fn(table))
             except MibenchError as exc:
-                rows.append(Row(be.name, m.name, attack, alpha, exact, math.nan, math.nan, math.nan, "unsupported", str(exc)))
+                rows.append(Row(be.name, m.name, attack, alpha, exact, math.nan, math.nan, math.nan, "unsupported",
+                                str(exc)))
                 continue
             err = est - exact
             ok = bool(np.isfinite(err) and abs(err) <= tol)
@@ -260,7 +262,8 @@ def summarise(rows: list[Row]) -> list[dict]:
 
 
 def format_summary(summary: list[dict]) -> str:
-    head = f"{'backend':<14} {'metric':<18} {'pass':>4} {'fail':>4} {'unsup':>5} {'mean err':>9} {'max|err|':>9} {'tol':>6}"
+    head = (f"{'backend':<14} {'metric':<18} {'pass':>4} {'fail':>4} {'unsup':>5} {'mean err':>9} {'max|err|':>9} "
+            f"{'tol':>6}")
     lines = [head, "-" * len(head)]
     for s in summary:
         def f(v):

@@ -1,4 +1,5 @@
-"""The encoder base class and registry: encoders g applied to X and Y after sampling (Lee & Rhee 2024 §5.7: deep representations).
+"""The encoder base class and registry: encoders g applied to X and Y after sampling (Lee & Rhee
+2024 §5.7: deep representations).
 
 ``ENCODERS`` maps a transform name to a factory ``f(shape, *, seed, layer, task, device) -> Encoder``
 where ``shape`` is one sample's shape: ``(C, side, side)`` for images, ``(D,)`` for vectors.

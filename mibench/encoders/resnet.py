@@ -10,8 +10,8 @@ results are reported.
 Training ("decodes perfectly" made checkable): multi-label classification of the ds source classes
 C_1..C_ds of a canvas from the canvas itself (binary cross-entropy, one logit per source), on
 canvases drawn from the vision task's own pool and layout; Adam with a cosine learning-rate decay
-to 0, ``steps`` steps (default 600) of ``batch`` X and ``batch`` Y canvases.  Its accuracy is then measured on ``eval_n`` fresh canvases (every
-source of every canvas) and recorded.
+to 0, ``steps`` steps (default 600) of ``batch`` X and ``batch`` Y canvases.  Its accuracy is then
+measured on ``eval_n`` fresh canvases (every source of every canvas) and recorded.
 
 Why that matters (data-processing inequality): for features g_k(X) of any layer k,
 I(g_k(X); g_k(Y)) <= I(X; Y).  The rest of the network plus the head maps g_k(X) to the decoded
@@ -115,7 +115,8 @@ def _vision_base(task):
     base = getattr(task, "base", task)
     if not (hasattr(base, "sample_with_classes") and hasattr(base, "layout") and hasattr(base, "side")
             and getattr(base, "name", "") == "vision"):
-        raise MibenchError(f"the resnet transform needs the vision task (MNIST canvases), not {getattr(base, 'name', base)!r}")
+        raise MibenchError(f"the resnet transform needs the vision task (MNIST canvases), "
+                           f"not {getattr(base, 'name', base)!r}")
     return base
 
 
@@ -196,14 +197,16 @@ def train_resnet(task, width=None, steps=None, batch=None, lr=None, seed: int = 
         sched.step()
         losses.append(float(loss.detach()))
         if progress and (step + 1) % 50 == 0:
-            print(f"  resnet step {step + 1}/{steps}  loss {sum(losses[-50:]) / len(losses[-50:]):.4f}", file=sys.stderr)
+            recent = sum(losses[-50:]) / len(losses[-50:])
+            print(f"  resnet step {step + 1}/{steps}  loss {recent:.4f}", file=sys.stderr)
     train_s = time.perf_counter() - t0
     acc = evaluate(model, base, eval_n)
     record = {"version": VERSION, "arch": f"ResNet-18 block layout (2,2,2,2), width {width} "
               f"({width},{2 * width},{4 * width},{8 * width}), 3x3 stem, no max-pool, {base.ds} logits",
               "width": width, "in_shape": list(shape), "ds": base.ds, "task": task_key(base), "steps": steps,
-              "batch": batch, "lr": lr, "lr_schedule": "Adam, cosine decay to 0", "seed": seed, "objective": "multi-label BCE on the ds source classes of "
-              "each canvas (X and Y canvases)", "final_loss": sum(losses[-20:]) / len(losses[-20:]),
+              "batch": batch, "lr": lr, "lr_schedule": "Adam, cosine decay to 0", "seed": seed,
+              "objective": "multi-label BCE on the ds source classes of each canvas (X and Y canvases)",
+              "final_loss": sum(losses[-20:]) / len(losses[-20:]),
               "train_seconds": round(train_s, 1), "device": str(device), "accuracy": acc,
               "trained": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     path = path or cache_path(base, width, steps, batch, lr, seed)

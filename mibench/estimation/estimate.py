@@ -193,9 +193,11 @@ def _critic_settings(n: int, dim_x: int, dim_y: int, settings: EstimateSettings)
         raise MibenchError("steps and eval_every must be >= 1 and patience >= 0")
     if not (s["noise"] >= 0 and math.isfinite(s["noise"])):
         raise MibenchError(f"noise must be a number >= 0, got {s['noise']}")
+    from mibench.critics import critic_sizes
     from mibench.utils.limits import estimate_sizes_fit  # hard caps and memory, before allocating
 
-    estimate_sizes_fit(s, n, (dim_x, dim_y), settings.critic, settings.embed, settings.device)
+    estimate_sizes_fit(s, n, critic_sizes(settings.critic, dim_x, dim_y, settings.shapes), settings.embed,
+                       settings.device)
     return SizedTraining(values=s, n_train=n_train, n_test=n_test)
 
 

@@ -107,7 +107,8 @@ class ProtocolRecords:
     record_files: ClassVar[tuple[str, ...]]
 
     def setup(self, config: dict) -> dict:
-        """The leaderboard's setup columns (:data:`mibench.analysis.leaderboard.SETUP_COLUMNS`) of a run."""
+        """The leaderboard's setup columns of a run: a :class:`mibench.records.setup.RunSetup` filled
+        from its config.json, as a dict (:meth:`~mibench.records.setup.RunSetup.row`)."""
         raise NotImplementedError
 
     def seed_rows(self, record) -> list[dict]:

@@ -78,7 +78,8 @@ def add_flags(parser, cls, names=None, *, unset: bool = False) -> None:
         kind = f.metadata.get("check")
         kinds = kind if isinstance(kind, tuple) else (kind,)
         kind = next((k for k in kinds if k in (int, float)), None)
-        shown = "" if default is None else f" (default {','.join(map(str, default)) if isinstance(default, list) else default})"
+        listed = ",".join(map(str, default)) if isinstance(default, list) else default
+        shown = "" if default is None else f" (default {listed})"
         flag = flag_of(f)
         parser.add_argument(flag, dest=f.name, type=kind, default=default, metavar=flag[2:].upper().replace("-", "_"),
                             help=f.metadata["help"] + shown)

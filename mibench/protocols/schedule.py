@@ -34,7 +34,8 @@ class MISchedule:
     def describe(self) -> str:
         if len(self.levels) == 1:
             return f"constant {self.levels[0]:g} bits"
-        return "staircase " + ", ".join(f"{v:g}" for v in self.levels) + f" bits, {self.steps // len(self.levels)} steps each"
+        levels = ", ".join(f"{v:g}" for v in self.levels)
+        return f"staircase {levels} bits, {self.steps // len(self.levels)} steps each"
 
 
 def parse_schedule(spec, steps: int) -> MISchedule:
@@ -51,7 +52,8 @@ def parse_schedule(spec, steps: int) -> MISchedule:
             try:
                 levels = tuple(float(v) for v in text.split(",") if v.strip())
             except ValueError:
-                raise MibenchError(f"--mi must be 'stepwise', a number of bits or a comma list of bits, got {spec!r}") from None
+                raise MibenchError(f"--mi must be 'stepwise', a number of bits or a comma list of bits, "
+                                   f"got {spec!r}") from None
     if not levels:
         raise MibenchError("empty MI schedule")
     for v in levels:

@@ -5,6 +5,7 @@
 * :mod:`.run_dir` -- ``config.json``: status (``stale`` for a dead writer), heartbeat, checksums,
   what ``--out DIR`` means (:func:`claim`), finding run directories;
 * :mod:`.manifest` -- a sweep's ``sweep.json``;
+* :mod:`.setup` -- a run's setup as the leaderboard's columns (:class:`RunSetup`);
 * :mod:`.collect` -- complete runs below some paths, for the leaderboard and plots.
 
 This package imports nothing of mibench but :mod:`mibench.errors`; everything that reads or writes
@@ -56,6 +57,7 @@ from mibench.records.run_dir import (
     unique_dir,
     verify_files,
 )
+from mibench.records.setup import SETUP_COLUMNS, SETUP_KEY, RunSetup
 
 __all__ = [
     "Collection", "RunRecord", "collect", "EstimatesLog", "SAMPLE_ESTIMATE_COLUMNS", "SAMPLE_OUTCOMES",
@@ -64,5 +66,5 @@ __all__ = [
     "atomic_path", "file_digest", "float_or_nan", "read_csv_rows", "read_json", "slug", "write_bytes", "write_json",
     "write_rows", "write_text", "SweepManifest", "read_manifest", "CONFIG", "MANIFEST", "Claim", "RunHeader",
     "RunWriter", "claim", "config_diff", "find_run_dirs", "fingerprint", "is_complete", "read_config", "run_status",
-    "sweep_cells", "unique_dir", "verify_files",
+    "sweep_cells", "unique_dir", "verify_files", "RunSetup", "SETUP_COLUMNS", "SETUP_KEY",
 ]

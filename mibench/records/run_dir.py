@@ -275,8 +275,9 @@ def claim(out, config, *, resume: bool = False, overwrite: bool = False, kind: s
         if overwrite:
             shutil.rmtree(path)
         elif not same:
-            raise MibenchError(f"--out {path} holds a different {kind}" + (f" ({', '.join(diff)} differ)" if diff else "")
-                               + "; choose another --out or pass --overwrite to replace it")
+            differ = f" ({', '.join(diff)} differ)" if diff else ""
+            raise MibenchError(f"--out {path} holds a different {kind}{differ}; choose another --out or pass "
+                               "--overwrite to replace it")
         elif not resume:
             raise MibenchError(f"--out {path} already holds this {kind} ({status}); pass --resume to continue "
                                "it or --overwrite to start it again")

@@ -12,11 +12,7 @@ from pathlib import Path
 
 from mibench.errors import MibenchError
 from mibench.records.io import slug
-
-#: the leaderboard's setup columns (mibench/analysis/leaderboard.py: a setup is every column before
-#: ``estimator`` that the rank groups by); only those present in the board are used
-SETUP_COLUMNS = ["task", "task_params", "ds", "dr", "critic", "layers", "hidden", "embed", "batch_size", "lr",
-                 "steps", "schedule", "burn_in", "precision", "protocol", "n"]
+from mibench.records.setup import SETUP_COLUMNS
 
 
 @dataclass

@@ -209,7 +209,8 @@ def _sweeps(source, site: Path, taken: set) -> list[dict]:
         walls = [float(i["wall_seconds"]) for i in invocations if isinstance(i.get("wall_seconds"), (int, float))]
         facts = [("name", m.get("name")), ("description", (spec or {}).get("description")),
                  ("status", m.get("status")), ("created", m.get("created")), ("updated", m.get("updated")),
-                 ("backend", m.get("backend")), ("workers × threads", f"{m.get('workers')} × {m.get('threads_per_worker')}"),
+                 ("backend", m.get("backend")),
+                 ("workers × threads", f"{m.get('workers')} × {m.get('threads_per_worker')}"),
                  ("wall time", f"{sum(walls):,.0f} s" if walls else None),
                  ("cells", ", ".join(f"{k} {v}" for k, v in (m.get("counts") or {}).items()))]
         out.append({"dir": shown, "facts": [(k, str(v)) for k, v in facts if v not in (None, "")],

@@ -210,10 +210,13 @@ def v1_tasks() -> list[tuple[str, str, Dist]]:
         ("1v1-additive-0.75", "Uniform 1 × 1 (additive noise=0.75)", additive_uniform(0.75)),
         ("1v1-bimodal-0.75", "Bimodal 1 × 1", bimodal(rho)),
         ("wiggly-1v1-normal-0.75", "Wiggly @ Bivariate normal 1 × 1", mapped(base, wiggly_x, wiggly_y, label="wiggly")),
-        ("half_cube-1v1-normal-0.75", "Half-cube @ Bivariate normal 1 × 1", mapped(base, half_cube, half_cube, label="half-cube")),
+        ("half_cube-1v1-normal-0.75", "Half-cube @ Bivariate normal 1 × 1",
+         mapped(base, half_cube, half_cube, label="half-cube")),
         ("student-identity-1-1-1", "Student-t 1 × 1 (dof=1)", t11),
-        ("asinh-student-identity-1-1-1", "Asinh @ Student-t 1 × 1 (dof=1)", mapped(t11, torch.asinh, torch.asinh, label="asinh")),
-        ("swissroll_x-normal_cdf-1v1-normal-0.75", "Swiss roll 2 × 1", mapped(uniform, swissroll, dim_x=2, label="Swiss roll")),
+        ("asinh-student-identity-1-1-1", "Asinh @ Student-t 1 × 1 (dof=1)",
+         mapped(t11, torch.asinh, torch.asinh, label="asinh")),
+        ("swissroll_x-normal_cdf-1v1-normal-0.75", "Swiss roll 2 × 1",
+         mapped(uniform, swissroll, dim_x=2, label="Swiss roll")),
     ]
     for d in (2, 3, 5, 25, 50):
         out.append((f"multinormal-dense-{d}-{d}-0.5", f"Multinormal {d} × {d} (dense)",

@@ -138,7 +138,9 @@ class DistributionTask:
     @property
     def reach_note(self) -> str:
         """Why ``max_mi_bits`` is finite, for a refusal."""
-        return "the mixture's Gaussian pairs are at the strongest correlation float64 holds" if self.kind == "mix" else ""
+        if self.kind != "mix":
+            return ""
+        return "the mixture's Gaussian pairs are at the strongest correlation float64 holds"
 
     @property
     def min_mi_nats(self) -> float:
@@ -196,7 +198,8 @@ class DistributionTask:
         if self.kind == "mix":
             out.update(mi_truth="Monte-Carlo of the exact log density ratio", mc_draws=MIX_MC_DRAWS,
                        mi_mc_stderr_nats=max((_mix_mi_mc(self.dim_x, self.dim_y, self.k, rho)[1]
-                                              for key, rho in _RHO_CACHE.items() if key[:3] == ("mix", self.dim_x, self.dim_y)),
+                                              for key, rho in _RHO_CACHE.items()
+                                              if key[:3] == ("mix", self.dim_x, self.dim_y)),
                                              default=None))
         return out
 
@@ -358,7 +361,8 @@ def _entry(name: str, desc: str, kind: str, dx: str, dy: str, dof: float | None 
 
 TASKS.add_pattern(r"gauss-(dense|sparse)-" + _DIMS, "gauss-dense-<dx>x<dy>, gauss-sparse-<dx>x<dy>  "
                   "(distributions: dense / sparse Gaussians, closed-form MI)",
-                  lambda m: _entry(m.group(0), "Gaussian, closed-form MI", "gauss-" + m.group(1), m.group(2), m.group(3)))
+                  lambda m: _entry(m.group(0), "Gaussian, closed-form MI", "gauss-" + m.group(1), m.group(2),
+                                   m.group(3)))
 TASKS.add_pattern(r"student-t-dof(\d+(?:\.\d+)?)-" + _DIMS, "student-t-dof<nu>-<dx>x<dy>  "
                   "(distributions: multivariate Student-t, closed-form MI >= dof correction)",
                   lambda m: _entry(m.group(0), "Student-t, closed-form MI", "student-t", m.group(2), m.group(3),

@@ -63,7 +63,8 @@ class MultiClassPool(ClassPool):
         self.sizes_list = [int(c) for c in counts]
 
 
-def filter_one_vs_rest(features: np.ndarray, labels: np.ndarray, n_classes: int, margin: float, l2: float = 1e-3) -> dict:
+def filter_one_vs_rest(features: np.ndarray, labels: np.ndarray, n_classes: int, margin: float,
+                       l2: float = 1e-3) -> dict:
     """C one-vs-rest logistic regressions; keep items whose every column has the right sign with
     logit margin >= ``margin``: the arg-max decoder is then error-free on the kept items."""
     if margin < 0:
@@ -90,7 +91,8 @@ def load_features_file(path) -> tuple[np.ndarray, np.ndarray, str]:
     """(features float32 (n, d), labels int64 (n,), sha256) with one-line errors for bad files."""
     p = Path(path).expanduser()
     if p.is_dir():
-        raise MibenchError(f"features file {str(path)!r} is a directory; give an .npz file with 'features' and 'labels'")
+        raise MibenchError(f"features file {str(path)!r} is a directory; give an .npz file with 'features' and "
+                           "'labels'")
     if not p.is_file():
         raise MibenchError(f"features file {str(path)!r} not found")
     if p.read_bytes()[:4] != b"PK\x03\x04":
@@ -102,7 +104,8 @@ def load_features_file(path) -> tuple[np.ndarray, np.ndarray, str]:
             missing = {"features", "labels"} - keys
             if missing:
                 raise MibenchError(f"features file {p.name}: needs arrays 'features' (n, d) and 'labels' (n,); "
-                                   f"missing {', '.join(sorted(missing))} (has: {', '.join(sorted(keys)) or 'nothing'})")
+                                   f"missing {', '.join(sorted(missing))} "
+                                   f"(has: {', '.join(sorted(keys)) or 'nothing'})")
             feats, labels = z["features"], z["labels"]
     except MibenchError:
         raise

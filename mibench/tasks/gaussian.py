@@ -33,7 +33,8 @@ class GaussianTask:
         check_mi_request(self.name, mi_bits, self.max_mi_bits)
         rho = gaussian_rho(self.dim, mi_bits)
         if rho >= 1.0:
-            raise MibenchError(f"{mi_bits:g} bits over dim {self.dim} needs |rho| = 1 in float64; lower the MI or raise --dim")
+            raise MibenchError(f"{mi_bits:g} bits over dim {self.dim} needs |rho| = 1 in float64; lower the MI or "
+                               "raise --dim")
         return rho
 
     def sample(self, batch_size: int, mi_bits: float, generator: torch.Generator):

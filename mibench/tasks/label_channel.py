@@ -56,7 +56,9 @@ def kary_mi_nats(k: int, eps: float) -> float:
     """
     check_channel(k, eps)
     keep = 1.0 - eps
-    return math.log(k) + (keep * math.log(keep) if keep > 0 else 0.0) + (eps * math.log(eps / (k - 1)) if eps > 0 else 0.0)
+    kept = keep * math.log(keep) if keep > 0 else 0.0
+    flipped = eps * math.log(eps / (k - 1)) if eps > 0 else 0.0
+    return math.log(k) + kept + flipped
 
 
 def check_channel(k: int, eps: float) -> None:
@@ -190,8 +192,8 @@ class LabelChannelTask:
             raise MibenchError(f"{self.name}: the decoder's accuracy on the kept pool is {rec['decoder_accuracy']}, "
                                "not 1.0")
         if min(rec["kept_per_class"]) < MIN_KEPT:
-            raise MibenchError(f"{self.name}: the decodability filter keeps {min(rec['kept_per_class'])} images of some "
-                               f"class (< {MIN_KEPT}): {rec['kept_per_class']}; lower the margin")
+            raise MibenchError(f"{self.name}: the decodability filter keeps {min(rec['kept_per_class'])} images of "
+                               f"some class (< {MIN_KEPT}): {rec['kept_per_class']}; lower the margin")
         keep = rec["keep"]
         order = np.argsort(labels[keep], kind="stable")
         kept = keep[order]

@@ -29,9 +29,9 @@ from mibench.tasks.vision import (
 class MixedTask(BSCSources):
     name = "mixed"
 
-    def __init__(self, ds=None, layout=None, side: int = DEFAULT_SIDE, nuisance: float = 0.0, encoder=None, data_dir=None,
-                 n_per_class=None, max_length=None, split=None, margin: float = DEFAULT_MARGIN, standardize: bool = True,
-                 device="cpu"):
+    def __init__(self, ds=None, layout=None, side: int = DEFAULT_SIDE, nuisance: float = 0.0, encoder=None,
+                 data_dir=None, n_per_class=None, max_length=None, split=None, margin: float = DEFAULT_MARGIN,
+                 standardize: bool = True, device="cpu"):
         self.layout = parse_layout(ds, layout)
         self.ds = int(np.prod(self.layout))
         self.side = check_side(side)
@@ -76,7 +76,8 @@ class MixedTask(BSCSources):
 
     def info(self) -> dict:
         sources = [self._image_info["data_source"], self._text_info["data_source"]]
-        out = {"task": self.name, "ds": self.ds, "dr": self.dr, "dr_x": self.dim_x, "dr_y": self.dim_y, "dim_x": self.dim_x, "dim_y": self.dim_y,
+        out = {"task": self.name, "ds": self.ds, "dr": self.dr, "dr_x": self.dim_x, "dr_y": self.dim_y,
+               "dim_x": self.dim_x, "dim_y": self.dim_y,
                "max_mi_bits": self.max_mi_bits, "true_mi": "ds * (1 - H_b(beta)) bits, BSC per source",
                "layout": "x".join(map(str, self.layout)), "side": self.side, "resize": RESIZE,
                "nuisance": self.nuisance, "encoder": self._text_info["encoder"]["encoder"],

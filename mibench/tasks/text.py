@@ -77,7 +77,7 @@ def load_imdb_pool(data_dir=None, encoder=None, n_per_class=None, max_length=Non
         if E.is_default_encoder(encoder) and E.shipped_default_identity() is not None:
             ident = E.shipped_default_identity()  # the shipped copy *is* the default pool, whatever is cached
         wanted = {"encoder": ident, "max_length": max_length, "split": split}
-        have = {"encoder": shipped.get("encoder"), "max_length": shipped.get("max_length"), "split": shipped.get("split")}
+        have = {key: shipped.get(key) for key in ("encoder", "max_length", "split")}
         if wanted != have:
             raise MibenchError(
                 f"the embedded IMDB subset holds {have['encoder'] and have['encoder'].get('encoder')} embeddings "

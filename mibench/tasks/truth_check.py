@@ -199,8 +199,8 @@ def check_canvas(pool, renderer) -> dict:
                background_max=bmax, threshold=t, unseparated_pairs_found=bad)
     rec["status"] = "holds" if bad == 0 else "not established"
     if bad:
-        rec["reason"] = (f"at least {bad} cross-class item pairs differ by at most {t:.4f} on every interior pixel, so the "
-                         f"background bound (eta {eta:g}) cannot separate them")
+        rec["reason"] = (f"at least {bad} cross-class item pairs differ by at most {t:.4f} on every interior pixel, "
+                         f"so the background bound (eta {eta:g}) cannot separate them")
     return rec
 
 
@@ -268,7 +268,8 @@ def rendered_truth(task, identity: dict, checks: dict, **probe_kwargs):
     from mibench.tasks.pools import rendered_decodability
 
     ident = {**identity, "torch": torch.__version__}
-    done = {side: cached_check(f"{task.name}-{side}", {**ident, "side_checked": side}, fn) for side, fn in checks.items()}
+    done = {side: cached_check(f"{task.name}-{side}", {**ident, "side_checked": side}, fn)
+            for side, fn in checks.items()}
     truth, notes = enforce(task.name, done)
     probe = rendered_decodability(task, identity, **probe_kwargs)
     for note in notes:

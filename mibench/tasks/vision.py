@@ -30,8 +30,9 @@ what the estimator sees (paper §4.3): the pool filter makes every raw digit dec
 :mod:`mibench.tasks.truth_check` checks exactly, at float32, that no two digits of different
 classes render to the same pixels at any position (with the nuisance included); ``info()``
 records that check (``truth_check``; a failure refuses, in one line) and a linear probe's held-out
-accuracy on rendered samples as a difficulty figure (``rendered_decoder``).  Everything is vectorised torch on ``device``: one uint8 tensor per pool, a batch is
-an index gather plus one interpolate call.
+accuracy on rendered samples as a difficulty figure (``rendered_decoder``).  Everything is
+vectorised torch on ``device``: one uint8 tensor per pool, a batch is an index gather plus one
+interpolate call.
 """
 from __future__ import annotations
 

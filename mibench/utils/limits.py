@@ -18,6 +18,7 @@ import.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from mibench.errors import MibenchError
 
@@ -151,47 +152,36 @@ def check_fits(needs: list[Need], device=None, what: str = "this run") -> None:
 # ----------------------------------------------------------------------------------- estimates
 
 
-def critic_parameters(critic: str, dim_x: int, dim_y: int, hidden: int, layers: int, embed: int) -> int:
-    """Parameters of a critic (:mod:`mibench.critics.mlp`): an MLP of ``layers`` hidden layers of
-    width ``hidden`` on [x; y] (joint), two MLPs to ``embed`` (separable), a dx x dy matrix
-    (bilinear), none (inner)."""
-    critic = str(critic).lower()
-    mlp = lambda d_in, d_out: d_in * hidden + hidden + layers * (hidden * hidden + hidden) + hidden * d_out + d_out  # noqa: E731
-    if critic in ("joint", "concat"):
-        return mlp(dim_x + dim_y, 1)
-    if critic == "separable":
-        return mlp(dim_x, embed) + mlp(dim_y, embed)
-    if critic == "bilinear":
-        return dim_x * dim_y
-    return 0
+class SizedCritic(Protocol):
+    """A critic's declared sizes on the run's inputs (:func:`mibench.critics.critic_sizes`): the
+    critic classes declare them, the callers hand them here (this module sits below the critics)."""
+
+    dims: tuple[int, int]
+
+    def parameters(self, hidden: int, layers: int, embed: int) -> int: ...
+
+    def activations(self, batch: int, pairs_per_row: int, hidden: int, layers: int, embed: int) -> int: ...
 
 
-def critic_activation_bytes(critic: str, batch: int, hidden: int, layers: int, embed: int,
-                            pairs_per_row: int | None = None) -> int:
-    """Bytes of one training step's activations: a joint critic evaluates every pair of the batch
-    (``batch * pairs_per_row`` of them, ``pairs_per_row`` defaulting to ``batch``), a separable one
-    each sample once; plus the score matrix and the head's temporaries."""
-    critic = str(critic).lower()
-    pairs = batch * (batch if pairs_per_row is None else pairs_per_row)
-    if critic in ("joint", "concat"):
-        acts = pairs * hidden * (layers + 1)
-    elif critic == "separable":
-        acts = 2 * batch * (hidden * (layers + 1) + embed)
-    else:
-        acts = 2 * batch * hidden
-    return (acts * ACTIVATION_COPIES + pairs * SCORE_COPIES) * FLOAT
+def critic_activation_bytes(activations: int, batch: int, pairs_per_row: int) -> int:
+    """Bytes of one training step: the critic's ``activations`` (values, :data:`ACTIVATION_COPIES`
+    each) and the score matrix of ``batch * pairs_per_row`` pairs with the head's temporaries."""
+    return (activations * ACTIVATION_COPIES + batch * pairs_per_row * SCORE_COPIES) * FLOAT
 
 
-def critic_needs(critic: str, dims: tuple[int, int], sizes: dict, names: dict,
-                 copies: tuple[int, int] = (1, 1)) -> list[Need]:
-    """The critics' parameters (with Adam's state) and a step's activations.  ``sizes``: ``batch``,
-    ``hidden``, ``layers``, ``embed`` and optionally ``pairs_per_row``; ``names``: how the user names
-    batch / hidden / layers; ``copies``: (critics trained, critics whose step is held at once).
-    Each part names the size that is furthest above its :data:`TYPICAL` value as the one to lower."""
+def critic_needs(critic: SizedCritic, sizes: dict, names: dict, copies: tuple[int, int] = (1, 1)) -> list[Need]:
+    """The critics' parameters (with Adam's state) and a step's activations, as ``critic`` declares
+    them.  ``sizes``: ``batch``, ``hidden``, ``layers``, ``embed`` and optionally ``pairs_per_row``
+    (default ``batch``: every pair of the batch scored); ``names``: how the user names batch / hidden /
+    layers; ``copies``: (critics trained, critics whose step is held at once).  Each part names the
+    size that is furthest above its :data:`TYPICAL` value as the one to lower."""
+    dims = critic.dims
     dim_x, dim_y = dims
     b, h, depth = sizes["batch"], sizes["hidden"], sizes["layers"] + 1
-    params = critic_parameters(critic, dim_x, dim_y, h, sizes["layers"], sizes["embed"])
-    acts = critic_activation_bytes(critic, b, h, sizes["layers"], sizes["embed"], sizes.get("pairs_per_row"))
+    pairs_per_row = sizes.get("pairs_per_row") or b
+    params = critic.parameters(h, sizes["layers"], sizes["embed"])
+    acts = critic_activation_bytes(critic.activations(b, pairs_per_row, h, sizes["layers"], sizes["embed"]),
+                                   b, pairs_per_row)
     names = {**names, "dims": dims_name(dims)}
     if (dim_x + dim_y) * h >= sizes["layers"] * h * h:
         grow = {"dims": (dim_x + dim_y) / TYPICAL["dims"], "hidden": h / TYPICAL["hidden"]}
@@ -215,12 +205,13 @@ def dims_name(dims: tuple[int, int]) -> str:
     return f"the task's dimensions (dim_x + dim_y = {dims[0] + dims[1]:,})"
 
 
-def estimate_sizes_fit(values: dict, n: int, dims: tuple[int, int], critic: str, embed: int, device=None,
+def estimate_sizes_fit(values: dict, n: int, critic: SizedCritic, embed: int, device=None,
                        flags: bool = False) -> None:
     """``mibench.estimate``'s training settings (``values``: ``steps``, ``batch_size``, ``hidden``,
     ``layers``, with the data-sized defaults filled in) against the hard caps and the memory, for
-    ``n`` pairs of ``dims`` (dim_x, dim_y); one line naming the keyword to lower (``flags``: the
-    ``mibench run`` flag instead)."""
+    ``n`` pairs of ``critic.dims`` (dim_x, dim_y); one line naming the keyword to lower (``flags``:
+    the ``mibench run`` flag instead)."""
+    dims = critic.dims
     name = (lambda key: "--" + key.replace("_", "-")) if flags else (lambda key: key)  # noqa: E731
     for key in ("steps", "batch_size", "hidden", "layers"):
         hard_limit(values[key], name(key), key)
@@ -228,7 +219,7 @@ def estimate_sizes_fit(values: dict, n: int, dims: tuple[int, int], critic: str,
     block = min(32, int(values["batch_size"]))     # a step scores each pair against a block (estimation.defaults.BLOCK)
     sizes = {"batch": int(values["batch_size"]), "hidden": int(values["hidden"]), "layers": int(values["layers"]),
              "embed": int(embed), "pairs_per_row": block}
-    needs = critic_needs(critic, dims, sizes, {k: name(v) for k, v in
+    needs = critic_needs(critic, sizes, {k: name(v) for k, v in
                                                (("batch", "batch_size"), ("hidden", "hidden"), ("layers", "layers"))})
     needs += [Need("the per-step loss buffer and curve", int(values["steps"]) * ESTIMATE_BYTES_PER_STEP, name("steps")),
               Need("copies of the data", n * (dims[0] + dims[1]) * 8 * DATASET_COPIES,

@@ -201,3 +201,20 @@ def test_the_committed_sample_leaderboard_rebuilds_byte_for_byte(tmp_path):
     out = tmp_path / "lb.csv"
     write_all(board, col, out, markdown=False)
     assert out.read_text() == (root / "leaderboard.csv").read_text()
+
+
+@pytest.mark.parametrize("runs", ["table3", "sample_leaderboard"])
+def test_each_protocol_fills_the_declared_setup_columns(runs):
+    """A run's setup row has exactly the leaderboard's setup columns, in their order, whichever
+    protocol wrote the run (the columns are declared once, by mibench.records.setup.RunSetup)."""
+    from pathlib import Path
+
+    from mibench.protocols import protocol_of
+    from mibench.records import collect
+    from mibench.records.setup import SETUP_COLUMNS
+
+    root = Path(__file__).resolve().parents[2] / "results" / runs
+    records = collect([root]).runs
+    assert records
+    for record in records[:3]:
+        assert list(protocol_of(record.config).setup(record.config)) == SETUP_COLUMNS

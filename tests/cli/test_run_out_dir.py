@@ -94,7 +94,8 @@ def test_the_two_protocols_never_share_a_directory(tmp_path, capsys):
 def test_default_out_directories_are_unique(tmp_path):
     from mibench.records import unique_dir
 
-    a, b = unique_dir(tmp_path, "gaussian_smile_s0_20261124-120000"), unique_dir(tmp_path, "gaussian_smile_s0_20261124-120000")
+    name = "gaussian_smile_s0_20261124-120000"
+    a, b = unique_dir(tmp_path, name), unique_dir(tmp_path, name)
     assert a != b and a.is_dir() and b.name.endswith("-2")
 
 

@@ -176,7 +176,8 @@ def test_layer_study_table_and_plot(tiny_vision, tmp_path):
 
     df = pd.read_csv(csv)
     assert list(df["layer"]) == ["raw", "stem", "pool"] and png.is_file()
-    assert {"true_mi", "truth_kind", "resnet_source_accuracy", "linear_probe_accuracy", "feature_shape"} <= set(df.columns)
+    assert {"true_mi", "truth_kind", "resnet_source_accuracy", "linear_probe_accuracy",
+            "feature_shape"} <= set(df.columns)
     assert df.loc[df.layer == "stem", "feature_shape"].item() == "4x16x16"
 
 

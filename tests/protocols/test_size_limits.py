@@ -104,11 +104,12 @@ def test_available_memory_is_read_from_the_system():
 def test_estimates_of_known_configurations():
     """The documented estimates: the paper's critic is small; the vision task's build no longer
     grows with ds (the exact check's masks were ds^2 x 784 floats: 52.6 GB at ds 4096)."""
+    from mibench.critics import critic_sizes
     from mibench.tasks.vision import RENDER_CHUNK_BYTES, memory_needs
 
     sizes = {"batch": 64, "hidden": 256, "layers": 2, "embed": 32}
     names = {"batch": "--batch-size", "hidden": "--hidden", "layers": "--layers"}
-    needs = limits.critic_needs("joint", (10, 10), sizes, names)
+    needs = limits.critic_needs(critic_sizes("joint", 10, 10), sizes, names)
     assert sum(n.nbytes for n in needs) < 100 * 10**6
     big = sum(n.nbytes for n in memory_needs((1, 64, 64), 64, 12_660))
     small = sum(n.nbytes for n in memory_needs((1, 2, 5), 64, 12_660))

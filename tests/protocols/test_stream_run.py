@@ -105,7 +105,8 @@ def test_run_directory_contents(tmp_path):
     assert {(r["run_id"], r["seed"]) for r in est} == {("run", "0")} and conf["run_id"] == "run"
     assert len(est) == 60 and {r["estimator"] for r in est} == {"smile-5", "infonce"}
     summ = list(csv.DictReader(open(out / "summary.csv")))
-    assert list(summ[0]) == ["task", "estimator", "critic", "true_mi", "mean_estimate", "bias", "variance", "mse", "steps"]
+    assert list(summ[0]) == ["task", "estimator", "critic", "true_mi", "mean_estimate", "bias", "variance", "mse",
+                             "steps"]
     assert [float(r["true_mi"]) for r in summ] == [2, 2, 4, 4, 6, 6, 8, 8, 10, 10]
     for r in summ:
         assert float(r["mse"]) == pytest.approx(float(r["bias"]) ** 2 + float(r["variance"]), rel=1e-4, abs=1e-6)

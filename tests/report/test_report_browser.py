@@ -130,7 +130,8 @@ def test_console_has_no_errors_and_a_screenshot_is_written(page, tmp_path):
     errors = [e for e in logs if e.get("level") in ("SEVERE", "ERROR")]
     assert not errors, errors
     # a full-page screenshot (Chrome DevTools: beyond the viewport)
-    size = driver.execute_script("return [document.documentElement.scrollWidth, document.documentElement.scrollHeight];")
+    size = driver.execute_script("return [document.documentElement.scrollWidth, "
+                                 "document.documentElement.scrollHeight];")
     shot = driver.execute_cdp_cmd("Page.captureScreenshot", {
         "format": "png", "captureBeyondViewport": True,
         "clip": {"x": 0, "y": 0, "width": size[0], "height": min(size[1], 16000), "scale": 0.5}})

@@ -26,7 +26,8 @@ class Page(HTMLParser):
         a = dict(attrs)
         if tag == "table":
             self._table = a.get("id")
-            self.tables[self._table] = {"rows": 0, "headers": [], "class": a.get("class", ""), "setup": a.get("data-setup")}
+            self.tables[self._table] = {"rows": 0, "headers": [], "class": a.get("class", ""),
+                                        "setup": a.get("data-setup")}
         elif tag == "tbody":
             self._in_body = True
         elif tag == "tr" and self._in_body and self._table:

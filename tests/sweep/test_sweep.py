@@ -134,7 +134,8 @@ def test_cli_shorthand_dry_run_and_dump(tmp_path, capsys):
             "--set", "dim=2,4", "--out", str(tmp_path / "s"), "--dry-run"]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "4 cells (0 complete, 0 to resume, 4 to run)" in out and "gaussian_dim4_joint-d2w256_b64_mistepwise_s1" in out
+    assert "4 cells (0 complete, 0 to resume, 4 to run)" in out
+    assert "gaussian_dim4_joint-d2w256_b64_mistepwise_s1" in out
     assert main(["sweep", "--preset", "depth", "--quick", "--dump-config"]) == 0
     dumped = tmp_path / "depth.yaml"
     dumped.write_text(capsys.readouterr().out)

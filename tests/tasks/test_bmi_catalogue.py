@@ -14,7 +14,8 @@ from mibench.tasks import TASKS, make_task
 from mibench.tasks.base import check_mi_request
 from mibench.tasks.catalogue import CATALOGUES, catalogue_tasks, catalogues_of
 
-REF = json.loads((Path(__file__).resolve().parents[2] / "mibench" / "tasks" / "data" / "bmi_reference.json").read_text())
+REF = json.loads((Path(__file__).resolve().parents[2] / "mibench" / "tasks" / "data" / "bmi_reference.json")
+                 .read_text())
 ROWS = {r["id"]: r for r in REF["tasks"]}
 V1 = [r["id"] for r in REF["tasks"] if r["catalogue"] == "bmi-v1"]
 V2_MIX = [r["id"] for r in REF["tasks"] if r["catalogue"] == "bmi-v2"]

@@ -43,13 +43,15 @@ def test_gaussian_closed_form_matches_covariance_and_a_monte_carlo_log_density_r
         x, y = task.sample(40_000, target / LN2, gen)
         xy = np.hstack([x.numpy(), y.numpy()]).astype(np.float64)
         dx = task.dim_x
-        r = (stats.multivariate_normal(cov=cov).logpdf(xy) - stats.multivariate_normal(cov=cov[:dx, :dx]).logpdf(xy[:, :dx])
+        r = (stats.multivariate_normal(cov=cov).logpdf(xy)
+             - stats.multivariate_normal(cov=cov[:dx, :dx]).logpdf(xy[:, :dx])
              - stats.multivariate_normal(cov=cov[dx:, dx:]).logpdf(xy[:, dx:]))
         se = r.std() / math.sqrt(r.size)
         assert abs(r.mean() - target) < 4 * se + 1e-3, (r.mean(), se)
 
 
-@pytest.mark.parametrize("name,dof", [("student-t-dof3-1x1", 3.0), ("student-t-dof5-5x5", 5.0), ("student-t-dof2.5-2x3", 2.5)])
+@pytest.mark.parametrize("name,dof", [("student-t-dof3-1x1", 3.0), ("student-t-dof5-5x5", 5.0),
+                                      ("student-t-dof2.5-2x3", 2.5)])
 def test_student_t_formula_matches_monte_carlo_of_the_exact_density(name, dof):
     task = make_task(name)
     target = task.min_mi_nats + 0.7
@@ -58,7 +60,8 @@ def test_student_t_formula_matches_monte_carlo_of_the_exact_density(name, dof):
     shape = task.covariance(task.rho(target / LN2))
     dx = task.dim_x
     xy = np.hstack([x.numpy(), y.numpy()]).astype(np.float64)
-    r = (stats.multivariate_t(shape=shape, df=dof).logpdf(xy) - stats.multivariate_t(shape=shape[:dx, :dx], df=dof).logpdf(xy[:, :dx])
+    r = (stats.multivariate_t(shape=shape, df=dof).logpdf(xy)
+         - stats.multivariate_t(shape=shape[:dx, :dx], df=dof).logpdf(xy[:, :dx])
          - stats.multivariate_t(shape=shape[dx:, dx:], df=dof).logpdf(xy[:, dx:]))
     se = r.std() / math.sqrt(r.size)
     assert abs(r.mean() - target) < 4 * se + 2e-3, (r.mean(), target, se)
@@ -76,7 +79,8 @@ def test_transformed_margins_are_invertible_maps_of_the_gaussian():
     rho = make_task("cdf-1x1").rho(1.0 / LN2)
     x, y, _ = draw("cdf-1x1", 20_000, mi_nats=1.0, seed=0)
     assert x.min() >= 0 and x.max() <= 1
-    r = np.corrcoef(ndtri(np.clip(x[:, 0].astype(np.float64), 1e-7, 1 - 1e-7)), ndtri(np.clip(y[:, 0].astype(np.float64), 1e-7, 1 - 1e-7)))[0, 1]
+    gx, gy = (ndtri(np.clip(a[:, 0].astype(np.float64), 1e-7, 1 - 1e-7)) for a in (x, y))
+    r = np.corrcoef(gx, gy)[0, 1]
     assert abs(abs(r) - rho) < 0.02
     xh, yh, _ = draw("halfcube-1x1", 20_000, mi_nats=1.0, seed=0)
     back = lambda t: np.sign(t) * np.abs(t) ** (2 / 3)  # noqa: E731

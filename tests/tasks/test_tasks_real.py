@@ -293,8 +293,9 @@ def test_embedded_fallback_is_announced_once(monkeypatch, tmp_path, capfd):
 
 # Short CPU trainings (600 steps, constant 2 bits, joint critic with hidden 64, lr 2e-3, batch 64;
 # metric: mean estimate over the last 200 steps, bits).  Vision is the paper's ds = 10 (1x2x5,
-# BSC beta = 0.243) at side 28 (given explicitly; the default side is 64); text uses ds = 2 (2 bits, no flips) on the embedded subset so
-# that 600 steps get near the truth.  Spread measured over seeds 0-4 (torch 2.13 CPU, 1 thread):
+# BSC beta = 0.243) at side 28 (given explicitly; the default side is 64); text uses ds = 2 (2 bits,
+# no flips) on the embedded subset so that 600 steps get near the truth.  Spread measured over
+# seeds 0-4 (torch 2.13 CPU, 1 thread):
 #   vision smile-5 1.13-1.33 (mean 1.25, sd 0.08)    vision mine 1.31-1.43 (mean 1.39, sd 0.05)
 #   text   smile-5 1.97-1.98 (mean 1.98, sd 0.004)   text   mine 1.99-2.00 (mean 1.99, sd 0.004)
 #   (text: the shipped fine-tuned subset, 5 epochs at lr 1e-4, embedded at 128 tokens)

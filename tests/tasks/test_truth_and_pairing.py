@@ -146,7 +146,8 @@ def test_text_and_mixed_record_rendered_decodability():
     mixed = make_task("mixed", data_dir="embedded", layout="1x1x2", side=28).info()
     assert mixed["rendered_decoder"]["checked"] == ["x", "y"]
     assert mixed["rendered_decoder"]["per_side"]["y"]["accuracy"] == 1.0
-    assert mixed["rendered_decoder_accuracy"] == min(v["accuracy"] for v in mixed["rendered_decoder"]["per_side"].values())
+    per_side = mixed["rendered_decoder"]["per_side"].values()
+    assert mixed["rendered_decoder_accuracy"] == min(v["accuracy"] for v in per_side)
 
 
 # ---------------------------------------------------------------------------- item 5: js-paper

@@ -30,7 +30,8 @@ class SampleCells(ProtocolCells):
         from mibench.utils.checks import parse_seeds
 
         seeds = parse_seeds(listify(axes["seeds"])) if axes.get("seeds") is not None else [0]
-        critics = [check_axis_value("critic", v) for v in listify(axes["critics"])] if axes.get("critics") else ["joint"]
+        critics = ([check_axis_value("critic", v) for v in listify(axes["critics"])] if axes.get("critics")
+                   else ["joint"])
         mis = [check_axis_value("mi", v) for v in listify(axes["mi"])] if axes.get("mi") is not None else [4.0]
         ns = listify(scalars.get("n"))
         est_axes = {fld: [check_axis_value(fld, v) for v in listify(axes[key])]

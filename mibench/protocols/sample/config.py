@@ -86,12 +86,14 @@ def check_memory(cfg: SampleConfig, task, device, critic_bound: bool) -> None:
     check_fits([Need("the dataset and its copies", cfg.n * sum(dims) * 8 * DATASET_COPIES, "--n", on_device=False),
                 batch_need(min(cfg.n, 16_384), per_pair, dims, "--n")], device, "this run")
     if critic_bound:
+        from mibench.critics import critic_sizes
         from mibench.estimation.defaults import default_settings
+        from mibench.tasks.shapes import check_critic_for_task
 
         values = {**default_settings(cfg.n, *dims), **cfg.estimate_kwargs}
         values["batch_size"] = min(int(values["batch_size"]), cfg.n)
-        estimate_sizes_fit(values, cfg.n, dims, cfg.critic, int(cfg.estimate_kwargs.get("embed", 32)), device,
-                           flags=True)
+        critic = critic_sizes(cfg.critic, *dims, check_critic_for_task(cfg.critic, task))
+        estimate_sizes_fit(values, cfg.n, critic, int(cfg.estimate_kwargs.get("embed", 32)), device, flags=True)
 
 
 #: the type of every field in a config.json (None: checked by ``resolved``)

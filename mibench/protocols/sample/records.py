@@ -17,6 +17,7 @@ from mibench.protocols.setup import (
     schedule_label,
     setup_params,
 )
+from mibench.records.setup import RunSetup
 
 
 class SampleRecords(ProtocolRecords):
@@ -24,11 +25,11 @@ class SampleRecords(ProtocolRecords):
         c = config["config"]
         info = config.get("task_info", {})
         kw = c.get("estimate_kwargs") or {}
-        return {"task": c["task"], "task_params": setup_params(c["task"], c.get("task_params") or {}, info),
-                "ds": info.get("ds"), "dr": info.get("dr"), "critic": c["critic"],
-                **{k: int(kw.get(k) or 0) for k in ("layers", "hidden", "embed", "batch_size", "steps")},
-                "lr": float(kw.get("lr") or 0.0), "schedule": schedule_label(c["mi"]), "burn_in": 0,
-                "precision": "fp32", "protocol": "sample", "n": int(c["n"])}
+        sizes = {k: int(kw.get(k) or 0) for k in ("layers", "hidden", "embed", "batch_size", "steps")}
+        return RunSetup(task=c["task"], task_params=setup_params(c["task"], c.get("task_params") or {}, info),
+                        ds=info.get("ds"), dr=info.get("dr"), critic=c["critic"], **sizes,
+                        lr=float(kw.get("lr") or 0.0), schedule=schedule_label(c["mi"]), burn_in=0,
+                        precision="fp32", protocol="sample", n=int(c["n"])).row()
 
     def seed_rows(self, record) -> list[dict]:
         """One row per estimator x level x seed from sample_estimates.csv (the single estimate of
@@ -124,13 +125,14 @@ class SampleRecords(ProtocolRecords):
         lines = [f"{'#' * level} {f['task']}{params}{dims_text(f)} · sample protocol, n = {f['n']} pairs per "
                  f"dataset · MI {f['schedule']} bits · critic-bound estimators: {f['critic']} critic via "
                  "mibench.estimate" + (f" ({kw})" if kw else " (data-sized defaults)"), "",
-                 "| rank | estimator | kind | bound | avg MSE | true MI | estimate | bias | variance | MSE | seeds | failed "
-                 "| s / estimate | parameters | status |",
+                 "| rank | estimator | kind | bound | avg MSE | true MI | estimate | bias | variance | MSE | seeds "
+                 "| failed | s / estimate | parameters | status |",
                  "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         for _, r in group.iterrows():
             params_n = r["n_parameters"]
-            lines.append(f"| {r['rank']} | {r['estimator']} | {r['kind']} | {fmt_bound(r)} | {fmt_num(r['rank_score'])} | "
-                         f"{r['true_mi']:g} | {fmt_pm(r['mean_estimate'], r['mean_estimate_ci95'])} | "
+            lines.append(f"| {r['rank']} | {r['estimator']} | {r['kind']} | {fmt_bound(r)} | "
+                         f"{fmt_num(r['rank_score'])} | {r['true_mi']:g} | "
+                         f"{fmt_pm(r['mean_estimate'], r['mean_estimate_ci95'])} | "
                          f"{fmt_pm(r['bias'], r['bias_ci95'])} | {fmt_num(r['variance'])} | "
                          f"{fmt_pm(r['mse'], r['mse_ci95'])} | {r['n_seeds']} | {r['diverged_seeds'] or ''} | "
                          f"{fmt_num(r['seconds'], 2)} | "

@@ -173,7 +173,10 @@ def run_sample(prepared, out_dir=None, *, progress: bool = False, plot: bool = T
     t0 = time.perf_counter()
     with life.running(_header(prepared, run_id, extra), carry=("estimator_info", "estimator_settings")) as config:
         worker = EstimateWorker() if cfg.timeout is not None else None
-        estimate = (lambda job: worker.run(job, cfg.timeout)) if worker is not None else (lambda job: estimate_once(*job))
+
+        def estimate(job):
+            return worker.run(job, cfg.timeout) if worker is not None else estimate_once(*job)
+
         done = False
         try:
             for level, seed, name, x, y in _todo(prepared, rows):
@@ -261,7 +264,8 @@ def _as_images(task, critic: str, x, y):
 
 def _print_progress(r: dict, i: int, total: int) -> None:
     val = f"{r['estimate']:.3f} bits ({r['seconds']:.2f} s)" if r["status"] == "ok" else f"{r['status']}: {r['error']}"
-    print(f"[{i}/{total}] {r['estimator']} · {r['true_mi']:g} bits · seed {r['seed']}: {val}", file=sys.stderr, flush=True)
+    print(f"[{i}/{total}] {r['estimator']} · {r['true_mi']:g} bits · seed {r['seed']}: {val}", file=sys.stderr,
+          flush=True)
 
 
 def _write_outputs(out: Path, result: SampleResult, plot: bool, title: str) -> None:

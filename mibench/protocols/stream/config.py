@@ -35,7 +35,8 @@ class StreamConfig:
     lr: float = param(5e-4, check=float, axis="lr", help="Adam learning rate")
     mi: object = param("stepwise", axis="mi", help="'stepwise' (2,4,6,8,10 bits), a number of bits, or a comma list")
     steps: int = param(20_000, check=int, axis="steps", help="training steps")
-    burn_in: int = param(0, check=int, axis="burn_in", help="steps skipped at the start of each MI level in the metrics")
+    burn_in: int = param(0, check=int, axis="burn_in",
+                         help="steps skipped at the start of each MI level in the metrics")
     seed: int = param(0, check=int, axis="seeds", help="seed of the batch stream and the critics (0 .. 2^63-1)")
     device: str = param("auto", check=str, help="auto | cpu | cuda[:N] | mps (auto: CUDA if available, else CPU)")
     log_every: int = param(250, check=int, flag=None, help="steps per block appended to estimates.csv")
@@ -57,7 +58,8 @@ class StreamConfig:
         if cfg.steps < 1:
             raise MibenchError(f"--steps must be >= 1, got {cfg.steps}")
         if cfg.batch_size < 2:
-            raise MibenchError(f"--batch-size must be >= 2 (off-diagonal pairs are the negatives), got {cfg.batch_size}")
+            raise MibenchError(f"--batch-size must be >= 2 (off-diagonal pairs are the negatives), "
+                               f"got {cfg.batch_size}")
         for flag in ("--steps", "--batch-size", "--hidden", "--layers", "--embed"):
             hard_limit(getattr(cfg, flag[2:].replace("-", "_")), flag)
         if cfg.lr <= 0 or not math.isfinite(cfg.lr):
@@ -78,8 +80,10 @@ class StreamConfig:
 def check_memory(cfg: StreamConfig, task, device) -> None:
     """Refuse in one line a run whose critics, training step, task batches and per-step records
     cannot fit in the memory available (:mod:`mibench.utils.limits`), before anything is built."""
+    from mibench.critics import critic_sizes
     from mibench.estimators import training_groups
     from mibench.protocols.stream.training import choose_engine
+    from mibench.tasks.shapes import check_critic_for_task
     from mibench.utils.limits import FLOAT, RECORD_BYTES_PER_STEP, Need, batch_need, check_fits, critic_needs
 
     critics = len(training_groups(cfg.estimators))
@@ -87,7 +91,8 @@ def check_memory(cfg: StreamConfig, task, device) -> None:
     sizes = {"batch": cfg.batch_size, "hidden": cfg.hidden, "layers": cfg.layers, "embed": cfg.embed}
     names = {"batch": "--batch-size", "hidden": "--hidden", "layers": "--layers"}
     per_pair = getattr(task, "bytes_per_pair", FLOAT * (task.dim_x + task.dim_y))
-    needs = critic_needs(cfg.critic, (task.dim_x, task.dim_y), sizes, names, (critics, held))
+    critic = critic_sizes(cfg.critic, task.dim_x, task.dim_y, check_critic_for_task(cfg.critic, task))
+    needs = critic_needs(critic, sizes, names, (critics, held))
     needs += [batch_need(cfg.batch_size, per_pair, (task.dim_x, task.dim_y), "--batch-size"),
               Need("the per-step records", cfg.steps * len(cfg.estimators) * RECORD_BYTES_PER_STEP, "--steps",
                    on_device=False)]

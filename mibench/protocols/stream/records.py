@@ -18,18 +18,19 @@ from mibench.protocols.setup import (
     setup_params,
 )
 from mibench.records.formats import SUMMARY_METRICS
+from mibench.records.setup import RunSetup
 
 
 class StreamRecords(ProtocolRecords):
     def setup(self, config: dict) -> dict:
         c = config["config"]
         info = config.get("task_info", {})
-        return {"task": c["task"], "task_params": setup_params(c["task"], c.get("task_params") or {}, info),
-                "ds": info.get("ds"), "dr": info.get("dr"), "critic": c["critic"], "layers": int(c["layers"]),
-                "hidden": int(c["hidden"]), "embed": int(c["embed"]), "batch_size": int(c["batch_size"]),
-                "lr": float(c["lr"]), "steps": int(c["steps"]), "schedule": schedule_label(c["mi"]),
-                "burn_in": int(c.get("burn_in") or 0), "precision": c.get("precision") or "fp32",
-                "protocol": "stream", "n": 0}
+        return RunSetup(task=c["task"], task_params=setup_params(c["task"], c.get("task_params") or {}, info),
+                        ds=info.get("ds"), dr=info.get("dr"), critic=c["critic"], layers=int(c["layers"]),
+                        hidden=int(c["hidden"]), embed=int(c["embed"]), batch_size=int(c["batch_size"]),
+                        lr=float(c["lr"]), steps=int(c["steps"]), schedule=schedule_label(c["mi"]),
+                        burn_in=int(c.get("burn_in") or 0), precision=c.get("precision") or "fp32",
+                        protocol="stream", n=0).row()
 
     def seed_rows(self, record) -> list[dict]:
         """Summary rows of one run as per-seed samples; repeated segments of the same level within
@@ -122,13 +123,14 @@ class StreamRecords(ProtocolRecords):
         lines = [f"{'#' * level} {f['task']}{params}{dims_text(f)} · {f['critic']} critic "
                  f"{f['layers']}×{f['hidden']} · batch {f['batch_size']} · lr {f['lr']:g} · {f['steps']} steps · "
                  f"MI {f['schedule']} bits" + (f" · burn-in {f['burn_in']}" if f["burn_in"] else ""), "",
-                 "| rank | estimator | bound | avg MSE | true MI | estimate | bias | variance | MSE | seeds | diverged |",
+                 "| rank | estimator | bound | avg MSE | true MI | estimate | bias | variance | MSE | seeds "
+                 "| diverged |",
                  "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for _, r in group.iterrows():
-            lines.append(f"| {r['rank']} | {r['estimator']} | {fmt_bound(r)} | {fmt_num(r['rank_score'])} | {r['true_mi']:g} | "
-                         f"{fmt_pm(r['mean_estimate'], r['mean_estimate_ci95'])} | {fmt_pm(r['bias'], r['bias_ci95'])} | "
-                         f"{fmt_pm(r['variance'], r['variance_ci95'])} | {fmt_pm(r['mse'], r['mse_ci95'])} | "
-                         f"{r['n_seeds']} | {r['diverged_seeds'] or ''} |")
+            lines.append(f"| {r['rank']} | {r['estimator']} | {fmt_bound(r)} | {fmt_num(r['rank_score'])} | "
+                         f"{r['true_mi']:g} | {fmt_pm(r['mean_estimate'], r['mean_estimate_ci95'])} | "
+                         f"{fmt_pm(r['bias'], r['bias_ci95'])} | {fmt_pm(r['variance'], r['variance_ci95'])} | "
+                         f"{fmt_pm(r['mse'], r['mse_ci95'])} | {r['n_seeds']} | {r['diverged_seeds'] or ''} |")
         lines.append("")
         return lines
 

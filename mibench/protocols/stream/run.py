@@ -72,7 +72,8 @@ def prepare(cfg: StreamConfig) -> PreparedStream:
                            "measured; use a smaller --burn-in or more --steps")
     device = resolve_device(cfg.device)
     if cfg.precision == "tf32" and device.type != "cuda":
-        raise MibenchError("--precision tf32 needs a CUDA device (on CPU use fp32, or bf16 as the reduced-precision option)")
+        raise MibenchError("--precision tf32 needs a CUDA device (on CPU use fp32, or bf16 as the reduced-precision "
+                           "option)")
     task = make_task(cfg.task, device=device, **cfg.task_params)
     for level in schedule.levels:
         check_mi_request(task.name, level, task.max_mi_bits, _capacity_note(task))
@@ -109,7 +110,8 @@ def _load_checkpoint(out: Path, cfg: StreamConfig):
     try:
         saved = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as exc:  # a damaged checkpoint: refuse rather than guess
-        raise MibenchError(f"{path} cannot be read ({type(exc).__name__}); pass --overwrite to start the run again") from None
+        raise MibenchError(f"{path} cannot be read ({type(exc).__name__}); pass --overwrite to start the run "
+                           "again") from None
     if saved.get("config") != dataclasses.asdict(cfg):
         raise MibenchError(f"{path} belongs to another config; pass --overwrite to start the run again")
     return TrainingState.from_dict(saved["state"]), float(saved.get("seconds", 0.0))

@@ -205,8 +205,10 @@ class _Loop:
 
     def capture(self, step_done: int) -> TrainingState:
         opt = self.optimizer.state_dict() if self.optimizer is not None else None
-        return TrainingState(step_done, [m.state_dict() for m in self.critics], [h.state_dict() for h in self.run.heads],
-                             opt, self.generator.get_state(), self.host.copy(), dict(self.diverged), list(self.active))
+        critics = [m.state_dict() for m in self.critics]
+        heads = [h.state_dict() for h in self.run.heads]
+        return TrainingState(step_done, critics, heads, opt, self.generator.get_state(), self.host.copy(),
+                             dict(self.diverged), list(self.active))
 
     def _update_live(self) -> None:
         """A critic trains on while any estimator reading it is live."""

@@ -135,15 +135,16 @@ def preset_dict(name: str, form: str = "quick") -> dict:
 
 
 def _summary(d: dict) -> str:
-    tasks = ", ".join(t if isinstance(t, str) else t["task"] + "".join(f" {k}={v}" for k, v in t.get("params", {}).items())
+    tasks = ", ".join(t if isinstance(t, str)
+                      else t["task"] + "".join(f" {k}={v}" for k, v in t.get("params", {}).items())
                       for t in d["tasks"])
     est = d["estimators"]
     if "n" in d:   # the sample protocol (catalogue presets)
         return (f"{len(d['tasks'])} tasks; {len(est)} estimators ({', '.join(est)}); sample protocol, n = {d['n']} "
                 f"pairs per dataset; seeds {d['seeds']}")
     return (f"{tasks}; {len(est)} estimators; critic {'/'.join(d.get('critics', ['joint']))} "
-            f"depth {d.get('layers', 2)} width {d.get('hidden', 256)}; {d['steps']} steps; MI {d.get('mi', '= ds')} bits; "
-            f"seeds {d['seeds']}")
+            f"depth {d.get('layers', 2)} width {d.get('hidden', 256)}; {d['steps']} steps; "
+            f"MI {d.get('mi', '= ds')} bits; seeds {d['seeds']}")
 
 
 def load_preset(name: str, form: str = "quick"):
