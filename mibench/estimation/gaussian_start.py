@@ -167,7 +167,10 @@ def fit_start(z: np.ndarray, dim_x: int) -> Start:
     cov = (z.T @ z) / n
     full_rank = np.linalg.eigvalsh(cov)[0] > 1e-6 * np.trace(cov) / d
     dof = _t_dof(z, cov) if full_rank else math.inf                       # a t needs an invertible scale
-    scale_of = (lambda w: (w.T @ w) / len(w)) if math.isinf(dof) else (lambda w: _t_scale(w, dof, (w.T @ w) / len(w), 30))
+    if math.isinf(dof):
+        scale_of = lambda w: (w.T @ w) / len(w)  # noqa: E731
+    else:
+        scale_of = lambda w: _t_scale(w, dof, (w.T @ w) / len(w), 30)  # noqa: E731
     n_check = min(POOL_CHECK_PAIRS, n // 4)
     pool = False
     if n_check >= 16:
@@ -180,7 +183,8 @@ def fit_start(z: np.ndarray, dim_x: int) -> Start:
             with torch.no_grad():
                 scores = start.start_scores(xc, yc)
             # DV with every (x_i, y_j) of the check pairs as the sample of the product of marginals
-            value[p] = float(scores.diagonal().mean() - (torch.logsumexp(scores.flatten(), 0) - math.log(scores.numel())))
+            log_mean_exp = torch.logsumexp(scores.flatten(), 0) - math.log(scores.numel())
+            value[p] = float(scores.diagonal().mean() - log_mean_exp)
         pool = value[True] > value[False]
     return Start(cov if math.isinf(dof) else _t_scale(z, dof, cov, 30), dof, pool)
 
@@ -232,8 +236,8 @@ class GaussianResidualCritic(Critic):
         qx = ((x @ self.p_x) * x).sum(-1).clamp_min(0).unsqueeze(-1)
         qy = ((y @ self.p_y) * y).sum(-1).clamp_min(0).unsqueeze(-2)
         q = (qx + qy + quad).clamp_min(0)
-        return (self.c - (nu + self.k_x + self.k_y) / 2 * torch.log1p(q / nu) + (nu + self.k_x) / 2 * torch.log1p(qx / nu)
-                + (nu + self.k_y) / 2 * torch.log1p(qy / nu))
+        return (self.c - (nu + self.k_x + self.k_y) / 2 * torch.log1p(q / nu)
+                + (nu + self.k_x) / 2 * torch.log1p(qx / nu) + (nu + self.k_y) / 2 * torch.log1p(qy / nu))
 
     def start_parameters(self) -> list[torch.nn.Parameter]:
         return [self.m_xx, self.m_xy, self.m_yy, self.c, *self.tails]

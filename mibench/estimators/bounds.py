@@ -229,7 +229,8 @@ def alpha_infonce_bound(scores: torch.Tensor, alpha: float, log_baseline=0.0) ->
     log_a_jj = torch.diagonal(log_a, dim1=-2, dim2=-1)                    # per column j
     # off-diagonal means with the diagonal masked out (not subtracted: it may be inf / huge)
     joint = (diag.unsqueeze(-2) - log_a).masked_fill(eye, 0.0).sum((-2, -1)) / (k * (k - 1))
-    marginal = torch.exp((scores - log_a_jj.unsqueeze(-2)).masked_fill(eye, float("-inf"))).sum((-2, -1)) / (k * (k - 1))
+    off_diagonal = (scores - log_a_jj.unsqueeze(-2)).masked_fill(eye, float("-inf"))
+    marginal = torch.exp(off_diagonal).sum((-2, -1)) / (k * (k - 1))
     return 1.0 + joint - marginal
 
 

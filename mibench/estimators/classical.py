@@ -82,7 +82,8 @@ def plugin_mi(a: np.ndarray, b: np.ndarray) -> float:
     """Plug-in MI (nats) between two integer label arrays."""
     a = as_labels(a)
     b = as_labels(b)
-    joint = np.bincount(a * (b.max() + 1) + b, minlength=(a.max() + 1) * (b.max() + 1)).reshape(a.max() + 1, b.max() + 1)
+    na, nb = a.max() + 1, b.max() + 1
+    joint = np.bincount(a * nb + b, minlength=na * nb).reshape(na, nb)
     p = joint / joint.sum()
     pa = p.sum(1, keepdims=True)
     pb = p.sum(0, keepdims=True)

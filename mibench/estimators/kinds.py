@@ -19,8 +19,9 @@
       ``estimate``).
 
     Registered like any estimator: ``ESTIMATORS.add(name, description, ClassFactory(cls, args))``
-    (its kind read off the class, never by building one), or with any zero-argument factory.  They run only under the sample protocol; asked to
-    stream they are refused with one line (:func:`require_streamable`).
+    (its kind read off the class, never by building one), or with any zero-argument factory.  They run
+    only under the sample protocol; asked to stream they are refused with one line
+    (:func:`require_streamable`).
 
 A plain function ``f(x, y) -> float`` (nats) is a black-box estimator too: :func:`as_estimator`
 wraps it in :class:`FunctionEstimator` (a ``seed`` keyword is passed when ``f`` accepts one).
@@ -111,7 +112,8 @@ def _is_critic_bound(obj) -> bool:
 
 
 def _is_sample_estimator(obj) -> bool:
-    return not isinstance(obj, type) and callable(getattr(obj, "estimate", None)) and getattr(obj, "kind", None) in SAMPLE_KINDS
+    return (not isinstance(obj, type) and callable(getattr(obj, "estimate", None))
+            and getattr(obj, "kind", None) in SAMPLE_KINDS)
 
 
 def _positional_arity(fn) -> int | None:

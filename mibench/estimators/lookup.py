@@ -14,7 +14,8 @@ from mibench.utils.registry import Entry, Registry
 
 ENTRY_POINT_GROUP = "mibench.estimators"
 
-_SPEC = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
+_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
+_SPEC = re.compile(rf"({_DOTTED}):({_DOTTED})")
 
 def is_module_spec(text: str) -> bool:
     return _SPEC.fullmatch(str(text).strip()) is not None
@@ -30,7 +31,8 @@ def load_object(spec: str):
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
         missing = e.name or module_name
-        raise MibenchError(f"plug-in {spec!r}: module {missing!r} not found (is it installed or on PYTHONPATH?)") from None
+        raise MibenchError(f"plug-in {spec!r}: module {missing!r} not found (is it installed or on "
+                           "PYTHONPATH?)") from None
     except MibenchError:
         raise
     except Exception as e:  # the plug-in's own import failed

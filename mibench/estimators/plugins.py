@@ -53,7 +53,8 @@ def plugin_lines() -> list[str]:
     rows = installed_plugins()
     lines = [f"plug-ins (installed packages, entry-point group {ENTRY_POINT_GROUP}):"]
     if not rows:
-        return lines + [f"  none installed (a package declares one under [project.entry-points.\"{ENTRY_POINT_GROUP}\"])"]
+        where = f'[project.entry-points."{ENTRY_POINT_GROUP}"]'
+        return lines + [f"  none installed (a package declares one under {where})"]
     width = max(12, *(len(r["name"]) for r in rows))
     for r in rows:
         where = f"from {r['source']} ({r['value']})"

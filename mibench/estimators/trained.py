@@ -75,7 +75,8 @@ class TrainedSettings:
 
     #: fields whose value must lie in a range: name -> (lowest, highest, lowest included, highest included)
     RANGES: ClassVar[dict] = {
-        "steps": (1, math.inf, True, False), "batch_size": (1, math.inf, True, False), "lr": (0, math.inf, False, False),
+        "steps": (1, math.inf, True, False), "batch_size": (1, math.inf, True, False),
+        "lr": (0, math.inf, False, False),
         "test_fraction": (0, 1, False, False), "val_fraction": (0, 1, False, False),
         "eval_every": (1, math.inf, True, False), "ema": (0, 1, True, False), "jitter": (0, math.inf, True, False),
     }

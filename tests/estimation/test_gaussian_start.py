@@ -69,10 +69,11 @@ def test_start_held_out_value_on_student_t_and_dense_gaussian():
         start = fit_start(z[:8000], dx)
         critic = GaussianResidualCritic(torch.nn.Identity(), start.scale, dx, 8000, start.dof, start.pool).double()
         with torch.no_grad():
-            value = float(infonce_bound(critic.start_scores(torch.as_tensor(z[8000:, :dx]), torch.as_tensor(z[8000:, dx:]))))
+            held_x, held_y = torch.as_tensor(z[8000:, :dx]), torch.as_tensor(z[8000:, dx:])
+            value = float(infonce_bound(critic.start_scores(held_x, held_y)))
         plain = GaussianResidualCritic(torch.nn.Identity(), z[:8000].T @ z[:8000] / 8000, dx, 8000).double()
         with torch.no_grad():
-            base = float(infonce_bound(plain.start_scores(torch.as_tensor(z[8000:, :dx]), torch.as_tensor(z[8000:, dx:]))))
+            base = float(infonce_bound(plain.start_scores(held_x, held_y)))
         assert value > floor and value > base + 0.03, (case, value, base)
         assert math.isfinite(value)
 

@@ -75,7 +75,8 @@ def test_readout_reads_the_first_max_pairs_held_out_pairs():
     idx = torch.arange(n, dtype=torch.float64)[:, None]
     with torch.no_grad():
         direct = float(head.value(s[:cap, :cap]))
-    assert full_matrix_value(MatrixCritic(s), head, idx, idx, block=16, max_pairs=cap) == pytest.approx(direct, abs=1e-9)
+    got = full_matrix_value(MatrixCritic(s), head, idx, idx, block=16, max_pairs=cap)
+    assert got == pytest.approx(direct, abs=1e-9)
     assert readout_pairs(head, 40_000) == READOUT_MAX_PAIRS and readout_pairs(head, 1000) == 1000
     assert readout_pairs(_head("alpha-infonce-0.5"), 40_000) == WHOLE_MATRIX_MAX_PAIRS
 

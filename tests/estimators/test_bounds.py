@@ -40,8 +40,8 @@ TOL = 0.1
 
 
 @pytest.mark.parametrize("name,shift", [("dv", 0.0), ("mine", 0.0), ("nwj", 1.0), ("js", 0.0), ("smile-5", 0.0),
-                                        ("smile-inf", 0.0), ("smile-1", 0.0), ("smile-adaptive", 0.0), ("infonce", 0.0), ("tuba", 0.0),
-                                        ("dv", 7.0)])
+                                        ("smile-inf", 0.0), ("smile-1", 0.0), ("smile-adaptive", 0.0),
+                                        ("infonce", 0.0), ("tuba", 0.0), ("dv", 7.0)])
 def test_bound_at_optimal_critic(scored, name, shift):
     scores, truth = scored
     with torch.no_grad():

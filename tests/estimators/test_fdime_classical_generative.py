@@ -2,7 +2,8 @@
 generative estimator, each against analytic MI.
 
 Tolerances come from spreads measured over seeds (numbers in each test's comment); the heavier
-accuracy checks are ``@pytest.mark.slow`` (``python -m pytest -m slow tests/estimators/test_fdime_classical_generative.py``).
+accuracy checks are ``@pytest.mark.slow``
+(``python -m pytest -m slow tests/estimators/test_fdime_classical_generative.py``).
 """
 import math
 
@@ -127,7 +128,8 @@ def alpha_reference(s, alpha, log_q):
 @pytest.mark.parametrize("alpha,log_q", [(0.3, 0.0), (0.7, 1.0), (0.5, -2.0), (1.0, 0.0), (0.0, 0.5)])
 def test_alpha_infonce_matches_explicit_loops(alpha, log_q):
     s = 3 * torch.randn(7, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
-    assert float(bounds.alpha_infonce_bound(s, alpha, log_q)) == pytest.approx(alpha_reference(s, alpha, log_q), abs=1e-10)
+    want = alpha_reference(s, alpha, log_q)
+    assert float(bounds.alpha_infonce_bound(s, alpha, log_q)) == pytest.approx(want, abs=1e-10)
 
 
 def test_alpha_infonce_endpoints():

@@ -13,9 +13,9 @@ seeds 0-4 (2-core machine under load; mean and sample sd in bits), band = mean +
 
 (minde-c / minde-j re-measured after they moved to the paper's training times and minde-c to an EMA
 readout, data seed 0 and estimator seeds 0-4: before, 1.112 +- 0.150 and 1.228 +- 0.121; re-measured with data
-and estimator seeds 0-4 after the readout's quadrature over t was fixed: 0.989 +- 0.050 and 0.912 +- 0.146 before it.  ba, gm-flow
-and l1out re-measured on zuko's MAF, data and estimator seeds 0-4: on the RealNVP flows they read
-1.007 +- 0.043, 1.020 +- 0.046 and 1.019 +- 0.056.  hybrid-resampled: data and estimator seeds 0-4.)
+and estimator seeds 0-4 after the readout's quadrature over t was fixed: 0.989 +- 0.050 and 0.912 +- 0.146
+before it.  ba, gm-flow and l1out re-measured on zuko's MAF, data and estimator seeds 0-4: on the RealNVP flows
+they read 1.007 +- 0.043, 1.020 +- 0.046 and 1.019 +- 0.056.  hybrid-resampled: data and estimator seeds 0-4.)
 
 CLUB's population value for a Gaussian pair is rho^2 / (1 - rho^2) nats (4.33 bits here), far above the
 MI: its band is about that, and it must stay above the truth.

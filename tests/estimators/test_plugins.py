@@ -23,7 +23,8 @@ GOOD = "mibench_example_plugin.estimators:GaussianEstimator"
 @pytest.fixture(autouse=True)
 def example_on_path(monkeypatch):
     monkeypatch.syspath_prepend(str(EXAMPLE))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(EXAMPLE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    path = os.pathsep.join([str(EXAMPLE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    monkeypatch.setenv("PYTHONPATH", path)
 
 
 def _rows(run_dir):
@@ -193,7 +194,8 @@ def test_dask_worker_resolves_plugins(tmp_path):
     assert manifest["cells"][0]["pid"] != os.getpid()
     rows = {r["estimator"]: r for r in _rows(tmp_path / "sw" / cell)}
     assert rows["doubled-test"]["status"] == "ok" and rows["doubled-test"]["n_parameters"] == "3"
-    assert float(rows["doubled-test"]["estimate"]) == pytest.approx(2 * float(rows[GOOD]["estimate"]), abs=1e-5)  # CSV: 6 decimals
+    doubled = 2 * float(rows[GOOD]["estimate"])
+    assert float(rows["doubled-test"]["estimate"]) == pytest.approx(doubled, abs=1e-5)  # CSV: 6 decimals
 
 
 def test_example_package_metadata_declares_the_entry_point():

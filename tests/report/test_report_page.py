@@ -8,7 +8,6 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
-
 from mibench.cli import main
 from mibench.report.reading import SETUP_COLUMNS
 

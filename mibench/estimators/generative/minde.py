@@ -163,7 +163,8 @@ class MINDE(HeldOutEstimator):
         n = x.shape[0]
         t = torch.full((n,), t_value, device=x.device, dtype=x.dtype)
         a, s = (v.unsqueeze(1) for v in noise_scale(t))
-        ones, zeros = torch.ones(n, 1, device=x.device, dtype=x.dtype), torch.zeros(n, 1, device=x.device, dtype=x.dtype)
+        ones = torch.ones(n, 1, device=x.device, dtype=x.dtype)
+        zeros = torch.zeros(n, 1, device=x.device, dtype=x.dtype)
         if self.joint:
             z0 = torch.cat([x, y], 1)
             zt = a * z0 + s * torch.randn(z0.shape, generator=gen, device=x.device, dtype=x.dtype)
