@@ -169,7 +169,13 @@ def _linear_relation(raw_x: np.ndarray, raw_y: np.ndarray) -> str | None:
 
     if raw_x.shape[0] <= raw_x.shape[1] + raw_y.shape[1] + 1:
         return None     # n centred pairs span at most n - 1 dimensions: a canonical correlation of 1 is forced
-    xs, ys = raw_x / raw_x.std(0), raw_y / raw_y.std(0)
+    from mibench.estimators.preprocess import zscore
+
+    # each column over its largest deviation first, so values near 1e200 or 1e-200 neither overflow
+    # nor underflow in the moments below (the relation and its rounding do not depend on the scale)
+    sx, sy = (a / np.where(s > 0, s, 1.0) for a in (raw_x, raw_y)
+              for s in [np.max(np.abs(a - np.median(a, axis=0)), axis=0)])
+    xs, ys = zscore(sx)[0], zscore(sy)[0]
     z = np.concatenate([xs, ys], axis=1)
     d = z.shape[1]
     r = canonical_correlations(np.cov(z, rowvar=False).reshape(d, d), xs.shape[1])
@@ -177,8 +183,8 @@ def _linear_relation(raw_x: np.ndarray, raw_y: np.ndarray) -> str | None:
         return None
     sine = _linear_residual(xs, ys)
     # rounding: the values' relative precision, times their magnitude over their spread (an offset)
-    scale = max(unit_roundoff(a[:, j]) * float(np.sqrt(np.mean(a[:, j] ** 2)) / a[:, j].std())
-                for a in (raw_x, raw_y) for j in range(a.shape[1]))
+    scale = max(unit_roundoff(a[:, j]) * float(np.sqrt(np.mean(s[:, j] ** 2)) / s[:, j].std())
+                for a, s in ((raw_x, sx), (raw_y, sy)) for j in range(a.shape[1]))
     if sine <= max(LINEAR_RESIDUAL, 8 * np.sqrt(d) * scale):
         return (f"a linear combination of y's columns equals one of x's (residual {sine:.1e} of its spread, "
                 f"canonical correlation {r.max():.12f}): I(X;Y) is infinite")
