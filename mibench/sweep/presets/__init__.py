@@ -139,9 +139,10 @@ def _summary(d: dict) -> str:
                       else t["task"] + "".join(f" {k}={v}" for k, v in t.get("params", {}).items())
                       for t in d["tasks"])
     est = d["estimators"]
-    if "n" in d:   # the sample protocol (catalogue presets)
-        return (f"{len(d['tasks'])} tasks; {len(est)} estimators ({', '.join(est)}); sample protocol, n = {d['n']} "
-                f"pairs per dataset; seeds {d['seeds']}")
+    ns = sorted({t.get("n", d.get("n")) for t in d["tasks"] if isinstance(t, dict)} | ({d["n"]} if "n" in d else set()))
+    if ns and None not in ns:   # the sample protocol (catalogue presets; n may be set per task)
+        return (f"{len(d['tasks'])} tasks; {len(est)} estimators ({', '.join(est)}); sample protocol, "
+                f"n = {' / '.join(str(n) for n in ns)} pairs per dataset; seeds {d['seeds']}")
     return (f"{tasks}; {len(est)} estimators; critic {'/'.join(d.get('critics', ['joint']))} "
             f"depth {d.get('layers', 2)} width {d.get('hidden', 256)}; {d['steps']} steps; "
             f"MI {d.get('mi', '= ds')} bits; seeds {d['seeds']}")

@@ -78,6 +78,47 @@ def _lee_rhee(form: str) -> dict:
     return {"tasks": ["gaussian", "vision"], "mi": [[2.0, 4.0]], "n": 2000, "seeds": [0, 1], "estimators": QUICK_EST}
 
 
+#: the reference table's image levels: mutinfo's images at three of its grid's levels (nats), and the
+#: MNIST label channel at three of its levels
+REFERENCE_IMAGE_NATS = [1.0, 2.5, 5.0]
+REFERENCE_CHANNEL_NATS = [0.5, 1.0, 2.0]
+#: the four setups of the sample leaderboard (results/sample_leaderboard/sweep.toml; mibench.evaluate's
+#: suites): task, task parameters, MI (bits)
+SAMPLE_SETUPS = [("gaussian", {}, 4.0), ("vision", {}, 4.0), ("text", {"ds": 2}, 1.0),
+                 ("text", {"ds": 2, "encoder": "all-MiniLM-L6-v2"}, 1.0)]
+
+
+def reference_estimators() -> list[str]:
+    """Every registered estimator (each pattern family at its registered default member; plug-ins are
+    not registered entries), in the registry's order."""
+    from mibench.estimators import ESTIMATORS
+
+    return ESTIMATORS.names()
+
+
+def _reference(form: str) -> dict:
+    """The field's reference table (docs/reference-table.md): every registered estimator on BMI v1's 40
+    tasks (BMI's n = 5,000), mutinfo's images and MNIST label channel at three levels each (mutinfo's
+    n = 10,000) and the sample leaderboard's four setups (n = 10,000), three seeds each, one cell per
+    task and estimator (resumable, run in slices).  ``quick``: three BMI tasks, six estimators, one
+    seed, n = 2,000 (a smoke test of the pipeline)."""
+    from mibench.tasks.catalogue import catalogue_tasks
+
+    if form == "quick":
+        quick = ["1v1-normal-0.75", "student-identity-2-2-1", "multinormal-sparse-3-3-2-2.0"]
+        return {"tasks": _fixed(quick), "n": 2000, "seeds": [0], "split_estimators": True,
+                "estimators": ["ksg", "gaussian", "infonce", "smile-5", "doe-flow", "minde-c"]}
+    seeds = [0, 1, 2]
+    tasks = [{**t, "n": 5000} for t in _fixed(catalogue_tasks("bmi-v1"))]
+    tasks += [{"task": task, **({"params": params} if params else {}), "mi": mi, "n": 10_000}
+              for task, params, mi in SAMPLE_SETUPS]
+    images = [f"mutinfo-{k}-{s}x{s}" for k in ("gaussian2d", "rectangles2d") for s in (16, 32)]
+    tasks += [{"task": t, "mi": [_bits(REFERENCE_IMAGE_NATS)], "n": 10_000} for t in images]
+    tasks += [{"task": "mutinfo-channel-mnist", "mi": [_bits(REFERENCE_CHANNEL_NATS)], "n": 10_000}]
+    return {"tasks": tasks, "seeds": seeds, "split_estimators": True, "timeout": 900,
+            "estimators": reference_estimators()}
+
+
 class CataloguePreset(Mapping):
     """A preset whose ``quick`` / ``full`` configs are built on first access."""
 
@@ -105,6 +146,10 @@ PRESETS: dict[str, CataloguePreset] = {
     "mutinfo-images": CataloguePreset("catalogue mutinfo-images: Gaussian-bump / rectangle images 16 and 32 px at "
                                       "0.1-10 nats, label channels on MNIST / CIFAR-10 (mutinfo: n = 10000, seeds "
                                       "42-51)", _mutinfo),
+    "reference": CataloguePreset("the reference table: every registered estimator on BMI v1's 40 tasks (n = 5000), "
+                                 "mutinfo's images and MNIST channel at 3 levels and the sample leaderboard's 4 "
+                                 "setups (n = 10000), seeds 0-2, one cell per task and estimator",
+                                 _reference),
     "lee-rhee": CataloguePreset("catalogue lee-rhee: Gaussian / MNIST / IMDB / image-text tasks under the sample "
                                 "protocol (stepwise 2-10 bits, n = 10000)", _lee_rhee),
 }
