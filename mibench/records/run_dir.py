@@ -210,6 +210,16 @@ def verify_files(run_dir, config: dict, names=None) -> None:
                                   "after the run; re-run it)")
 
 
+def recorded_file(run_dir, config: dict, name: str) -> Path:
+    """``run_dir/name`` for a reader, checked first against the checksum the complete run recorded
+    for it (:func:`verify_files`): every reader of a run's file takes it from here, so an edited or
+    duplicated row is refused in one :class:`UnreadableInput` line naming the file, never read as a
+    number.  A file the run recorded no checksum for (a run still running, interrupted, or written
+    before checksums) passes unchecked."""
+    verify_files(run_dir, config, names=(name,))
+    return Path(run_dir) / name
+
+
 def is_complete(run_dir) -> bool:
     """config.json says ``complete`` and summary.csv is there (nothing is verified)."""
     try:
