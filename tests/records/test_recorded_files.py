@@ -119,3 +119,27 @@ def test_a_second_estimate_of_the_same_cell_is_refused_without_a_checksum(run, t
     duplicate_a_row(run / "sample_estimates.csv")
     assert main(["leaderboard", str(run), "-o", str(tmp_path / "lb.csv")]) == 4
     one_line(capsys, "sample_estimates.csv", "line 6: a second estimate of gaussian at 1 bits, seed 0")
+
+
+@pytest.mark.parametrize("reader", ["leaderboard", "compare-new", "compare-baseline", "report", "plot"])
+def test_a_complete_run_missing_summary_csv_is_unusable_input(run, sample_run, tmp_path, capsys, reader):
+    """Not "incomplete" (exit 2): config.json lists summary.csv as part of the complete run (exit 4)."""
+    (run / "summary.csv").unlink()
+    assert read_with(reader, run, tmp_path, sample_run.parent / "good.csv") == 4
+    one_line(capsys, "summary.csv is missing (config.json records it as part of the complete run)")
+
+
+def test_a_run_is_complete_when_its_config_says_so_whatever_it_misses(tmp_path, capsys):
+    """The class: a complete run is classified complete by what config.json says, for every protocol
+    and also without recorded checksums, so its missing summary.csv is unusable input (exit 4) and
+    ``load_runs(complete_only=True)`` keeps its estimates instead of dropping the run in silence."""
+    import mibench
+    from mibench.records import find_run_dirs
+
+    run = write_fake_run(tmp_path / "runs" / "r", [{"estimator": "nwj", "true_mi": 2.0, "bias": -0.5,
+                                                     "variance": 0.01, "mse": 0.26}], levels=(2.0,))
+    (run / "summary.csv").unlink()                      # a stream run recorded before checksums
+    assert find_run_dirs([tmp_path / "runs"])[:2] == ([run], [])
+    assert len(mibench.load_runs(run, complete_only=True)) == 100
+    assert main(["leaderboard", str(tmp_path / "runs"), "-o", str(tmp_path / "lb.csv")]) == 4
+    one_line(capsys, "summary.csv", "does not exist")
