@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import signal
 from pathlib import Path
 
 from mibench.cli.args import axis_values, mi_values, parse_set
@@ -144,7 +143,7 @@ def spec_from_args(args):
 
 def cmd_sweep(args) -> int:
     from mibench.analysis.leaderboard import command_line
-    from mibench.errors import MibenchError, Terminated
+    from mibench.errors import MibenchError
     from mibench.sweep import dump_spec_yaml, plan, run_sweep
     from mibench.sweep.presets import describe_presets
 
@@ -169,21 +168,10 @@ def cmd_sweep(args) -> int:
             print(f"{state[c.name]} {c.name}  [{c.protocol.describe_cell(c.config)}]")
         print(f"{len(p.cells)} cells ({len(p.done)} complete, {len(p.resume)} to resume, {len(p.todo)} to run) -> {out}")
         return EXIT_OK
-
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def on_term(signum, frame):   # a polite kill records the interruption in the manifest
-        raise Terminated("SIGTERM")
-
-    if previous in (signal.SIG_DFL, None):
-        signal.signal(signal.SIGTERM, on_term)
-    try:
-        report = run_sweep(spec, out, resume=args.resume, overwrite=args.overwrite, backend=args.backend or None,
-                           workers=args.workers, threads=args.threads, address=args.address, shared_fs=args.shared_fs,
-                           plot=not args.no_plot, command=command_line(), preset=preset)
-    finally:
-        if previous in (signal.SIG_DFL, None):
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # SIGTERM stops the sweep as it stops a run (mibench.protocols.runtime.sigterm_requests_stop)
+    report = run_sweep(spec, out, resume=args.resume, overwrite=args.overwrite, backend=args.backend or None,
+                       workers=args.workers, threads=args.threads, address=args.address, shared_fs=args.shared_fs,
+                       plot=not args.no_plot, command=command_line(), preset=preset)
     print(f"sweep {spec.name}: {len(report.cells)} cells: {report.ran} ran, {report.skipped} already complete, "
           f"{len(report.failed)} failed, {report.failed_estimates} failed estimate(s), {len(report.diverged)} with a "
           f"diverged estimator ({report.wall_seconds:.0f} s) -> {out}")
