@@ -6,7 +6,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from mibench.cli.args import axis_values, mi_values, parse_set
+from mibench.cli.args import axis_values, mi_values, parse_set, printing_result
 from mibench.errors import EXIT_FAILED_ESTIMATES, EXIT_OK, MibenchError
 from mibench.protocols.params import flag_of
 
@@ -172,21 +172,23 @@ def cmd_sweep(args) -> int:
     report = run_sweep(spec, out, resume=args.resume, overwrite=args.overwrite, backend=args.backend or None,
                        workers=args.workers, threads=args.threads, address=args.address, shared_fs=args.shared_fs,
                        plot=not args.no_plot, command=command_line(), preset=preset)
-    print(f"sweep {spec.name}: {len(report.cells)} cells: {report.ran} ran, {report.skipped} already complete, "
-          f"{len(report.failed)} failed, {report.failed_estimates} failed estimate(s), {len(report.diverged)} with a "
-          f"diverged estimator ({report.wall_seconds:.0f} s) -> {out}")
-    for n in report.failed:
-        print(f"  failed: {n}: {report.results[n].error}")
-    for n, r in report.results.items():
-        for line in r.failed_estimates:
-            print(f"  failed estimate in {n}: {line}")
+    paths = None       # the leaderboard and the exit code first: a closed stdout loses neither
     if not args.no_leaderboard and len(report.failed) < len(report.cells):
         from mibench.analysis.leaderboard import build, write_all
 
         board, col = build([out])
         paths = write_all(board, col, out / "leaderboard.csv", command=f"mibench leaderboard {out} -o "
                                                                        f"{out / 'leaderboard.csv'}")
-        print(f"wrote {paths[0]} and {paths[1].name}; plots: mibench plot {out}")
-    if not report.ok or (args.fail_on_diverged and report.diverged):
-        return EXIT_FAILED_ESTIMATES
-    return EXIT_OK
+    code = EXIT_FAILED_ESTIMATES if not report.ok or (args.fail_on_diverged and report.diverged) else EXIT_OK
+    with printing_result(code):
+        print(f"sweep {spec.name}: {len(report.cells)} cells: {report.ran} ran, {report.skipped} already complete, "
+              f"{len(report.failed)} failed, {report.failed_estimates} failed estimate(s), {len(report.diverged)} "
+              f"with a diverged estimator ({report.wall_seconds:.0f} s) -> {out}")
+        for n in report.failed:
+            print(f"  failed: {n}: {report.results[n].error}")
+        for n, r in report.results.items():
+            for line in r.failed_estimates:
+                print(f"  failed estimate in {n}: {line}")
+        if paths:
+            print(f"wrote {paths[0]} and {paths[1].name}; plots: mibench plot {out}")
+    return code
