@@ -126,3 +126,43 @@ def test_a_broken_pipe_that_is_not_stdout_is_still_an_error(monkeypatch, capsys)
     monkeypatch.setattr(run_cli_module, "cmd_list", broken)
     assert main(["list"]) == 2
     assert capsys.readouterr().err.strip() == "mibench: error: cannot use: Broken pipe"
+
+
+VISION_RUN = ["run", "--task", "vision", "--estimator", "ksg", "--n", "200", "--seeds", "0", "--mi", "1",
+              "--timeout", "0", "--no-plot"]
+
+
+def _data_lines(capsys) -> list[str]:
+    return [line for line in capsys.readouterr().err.splitlines() if line.startswith("mibench: data:")]
+
+
+def test_a_run_says_at_its_start_which_data_it_uses(tmp_path, monkeypatch, capsys):
+    from pathlib import Path
+
+    shared = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    if not (shared / "mnist").is_dir():
+        pytest.skip("the full MNIST data is not in ../shared/data")
+    monkeypatch.setenv("MIBENCH_DATA", str(shared))
+    assert main([*VISION_RUN, "--out", str(tmp_path / "r")]) == 0
+    assert _data_lines(capsys) == [f"mibench: data: full data ({shared}/mnist, train split, md5 verified); "
+                                   "data directory from MIBENCH_DATA"]
+
+
+def test_every_data_backed_run_names_its_data_and_no_other_does(tmp_path, monkeypatch, capsys):
+    """The class: the shipped subset says so with its folder, the full data where its directory came
+    from (--data-dir, MIBENCH_DATA, the user cache), a task without a dataset prints no data line."""
+    from mibench.cli.run import data_line
+    from mibench.data.embedded import EMBEDDED_DIR
+
+    monkeypatch.setenv("MIBENCH_DATA", "embedded")
+    assert main([*VISION_RUN, "--out", str(tmp_path / "r")]) == 0
+    (line,) = _data_lines(capsys)
+    assert line.startswith("mibench: data: embedded subset (") and f"shipped with mibench ({EMBEDDED_DIR})" in line
+    assert main(["run", "--task", "gaussian", "--estimator", "ksg", "--n", "200", "--seeds", "0", "--mi", "1",
+                 "--timeout", "0", "--no-plot", "--out", str(tmp_path / "g")]) == 0
+    assert _data_lines(capsys) == []
+    mixed = {"data_source": "images: full data (/d/mnist, train split, md5 verified); text: embedded subset (x)"}
+    assert data_line(mixed, "/d").endswith("; data directory from --data-dir; the small subset shipped with mibench "
+                                           f"({EMBEDDED_DIR}), not the full data")
+    monkeypatch.delenv("MIBENCH_DATA")
+    assert data_line(mixed).split("; ")[2] == "data directory from the user cache"
