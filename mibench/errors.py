@@ -40,8 +40,8 @@ class UnreadableInput(MibenchError):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM arrived while a run was training: the run stops at the next step, like Ctrl-C,
-    and its config.json says ``interrupted``."""
+    """SIGTERM asked a run or a sweep driver to stop: raised at its next safe point (a step, an
+    estimate, a wait), like Ctrl-C; what ran says ``interrupted``."""
 
 
 def one_line(exc: BaseException) -> str:

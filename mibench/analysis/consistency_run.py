@@ -84,10 +84,36 @@ class ConsistencySpec:
             from mibench.estimators.registry import require_streamable
 
             require_streamable(estimators)
-        if not 1 <= self.tail <= self.steps:
-            raise MibenchError(f"--tail must be in [1, --steps], got {self.tail} with {self.steps} steps")
+        self._check_numbers(estimators)
         return dataclasses.replace(self, estimators=estimators, critics=[CRITICS.get(c).name for c in self.critics],
                                    seeds=[int(s) for s in self.seeds])
+
+    def _check_numbers(self, estimators: list) -> None:
+        """Each number on its own first (a bad one blames its own flag, never another), then the
+        bound between two (``--tail`` <= ``--steps``); all before anything is written to ``--out``."""
+        from mibench.estimation.estimate import MIN_SAMPLES
+        from mibench.estimators.kinds import CRITIC
+        from mibench.estimators.registry import estimator_kind
+        from mibench.protocols.sample.config import MIN_N_BLACK_BOX
+        from mibench.utils.checks import check_positive_int
+
+        check_positive_int(self.steps, "--steps")
+        check_positive_int(self.batch_size, "--batch-size", minimum=2 if self.protocol == "stream" else 1)
+        if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
+            raise MibenchError(f"--lr must be a positive number, got {self.lr}")
+        if self.noise is not None and not (isinstance(self.noise, (int, float)) and math.isfinite(self.noise)
+                                           and self.noise >= 0):
+            raise MibenchError(f"--noise must be a finite number >= 0, got {self.noise}")
+        if self.protocol == "stream":
+            check_positive_int(self.tail, "--tail")
+            if self.tail > self.steps:
+                raise MibenchError(f"--tail must be in [1, --steps], got {self.tail} with {self.steps} steps")
+        else:
+            critic_bound = [e for e in estimators if estimator_kind(e) == CRITIC]
+            least = MIN_SAMPLES if critic_bound else MIN_N_BLACK_BOX
+            if check_positive_int(self.n, "--n") < least:
+                why = f" ({', '.join(critic_bound)} train a critic through mibench.estimate)" if critic_bound else ""
+                raise MibenchError(f"--n must be at least {least} pairs{why}, got {self.n}")
 
     def height(self, dataset: str) -> int:
         from mibench.tasks.consistency import DATASETS

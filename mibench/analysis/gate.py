@@ -81,13 +81,16 @@ def compare(new, baseline, tolerance: float = 0.25, mse_floor: float = 0.05, bia
         with nothing to compare passes vacuously.
     tolerance : relative slack on MSE and |bias|.
     mse_floor, bias_floor : absolute slack (bits², bits), so tiny baselines do not fail on noise.
+        Each must be a finite number >= 0 (NaN or inf would let every row pass): one line otherwise.
     metrics : what is gated: ``"mse"``, ``"bias"`` or both.
     allow_missing : rows of the baseline missing from NEW are not regressions.
     """
     import pandas as pd
 
-    if tolerance < 0 or mse_floor < 0 or bias_floor < 0:
-        raise MibenchError("tolerance and floors must be >= 0")
+    for flag, value in (("--tolerance", tolerance), ("--mse-floor", mse_floor), ("--bias-floor", bias_floor)):
+        # NaN compares false and inf makes every limit inf: either would pass every regression
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            raise MibenchError(f"{flag} must be a finite number >= 0, got {value}")
     metrics = tuple(m.strip().lower() for m in (metrics.split(",") if isinstance(metrics, str) else metrics))
     for m in metrics:
         if m not in ("mse", "bias"):

@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-from mibench.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE, MibenchError, Terminated
+from mibench.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE, MibenchError, Terminated
 
 #: every subcommand: (module whose ``register_cli`` builds its parser, the one-line help that
 #: ``mibench --help`` lists).  The top-level parser is built from this table alone, so
@@ -83,6 +83,48 @@ def _subparser(parser: argparse.ArgumentParser, command: str | None):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``mibench`` command: its exit code.  A reader of stdout that goes away early
+    (``mibench list | head``) ends it quietly with exit 0, as Python command-line tools conventionally
+    do: stdout is flushed here, not at interpreter exit, and once its pipe is closed it is pointed at
+    os.devnull so that nothing more is written to it.  A result the command had decided keeps its
+    exit code (:func:`mibench.cli.args.printing_result`: the regression gate's 1 stays 1)."""
+    code = EXIT_OK
+    try:
+        try:
+            code = _main(argv)
+            return code
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError as exc:
+        if not stdout_closed():
+            raise
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return getattr(exc, "exit_code", code)
+
+
+def stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (a BrokenPipeError from elsewhere, e.g. a
+    worker's pipe, is an error like any other)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return True
+    except (OSError, ValueError):
+        return False
+    try:
+        import select
+
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(event & select.POLLERR for _, event in poll.poll(0))
+    except (AttributeError, OSError, ValueError):     # no poll() (Windows), no file descriptor
+        return False
+
+
+def _main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _chosen_command(argv)
     # a known subcommand: only its module is imported; no command, or a word not in COMMANDS: the
@@ -107,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mibench: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:      # a path the command must write (or read) cannot be: read-only, full, not a directory
+        if isinstance(exc, BrokenPipeError) and stdout_closed():
+            raise               # the reader of stdout has gone: main ends quietly
         where = f" {exc.filename}" if exc.filename else ""
         print(f"mibench: error: cannot use{where}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE

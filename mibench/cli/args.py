@@ -2,7 +2,9 @@
 Light: no torch or numpy (``--help`` and argument errors never load them)."""
 from __future__ import annotations
 
+import contextlib
 import math
+import sys
 
 from mibench.errors import MibenchError
 
@@ -84,3 +86,16 @@ def parse_set(items: list[str] | None) -> dict:
             raise MibenchError(f"--set {key}= needs at least one value")
         out[key] = vals if len(vals) > 1 else vals[0]
     return out
+
+
+@contextlib.contextmanager
+def printing_result(code: int):
+    """Around a command's printing of a result it has already decided: should the reader of stdout
+    go away (``| head``), the command still ends with ``code`` (the regression gate's 1, a sweep's 3)
+    instead of the quiet 0 of a closed stdout (:func:`mibench.cli.main`)."""
+    try:
+        yield
+        sys.stdout.flush()
+    except BrokenPipeError as exc:
+        exc.exit_code = code
+        raise

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from mibench.cli.args import printing_result
 from mibench.errors import EXIT_OK, EXIT_REGRESSED
 
 
@@ -83,8 +84,10 @@ def cmd_compare(args) -> int:
 
     report = compare(args.new, args.baseline, tolerance=args.tolerance, mse_floor=args.mse_floor,
                      bias_floor=args.bias_floor, metrics=args.metrics, allow_missing=args.allow_missing)
-    print(report.format())
-    return EXIT_OK if report.ok else EXIT_REGRESSED
+    code = EXIT_OK if report.ok else EXIT_REGRESSED
+    with printing_result(code):
+        print(report.format())
+    return code
 
 
 # ------------------------------------------------------------------------------------- plot

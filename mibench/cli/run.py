@@ -207,6 +207,9 @@ def cmd_run(args) -> int:
     if not args.quiet:
         print(f"mibench: {'resuming ' if resume else ''}{cfg.task} · {protocol.name} protocol · "
               f"{', '.join(cfg.estimators)} -> {out}", file=sys.stderr)
+        data = data_line(prepared.task.info(), (cfg.task_params or {}).get("data_dir"))
+        if data:
+            print(data, file=sys.stderr)
     result = protocol.run(prepared, c or out, progress=not args.quiet, plot=not args.no_plot, extra=extra,
                           resume=resume)
     if not args.quiet:
@@ -219,6 +222,24 @@ def cmd_run(args) -> int:
               f"{EXIT_FAILED_ESTIMATES}", file=sys.stderr)
         return EXIT_FAILED_ESTIMATES
     return EXIT_OK
+
+
+def data_line(info: dict, data_dir=None) -> str | None:
+    """The line ``mibench run`` starts with for a task backed by a dataset: which data it uses -- the
+    full data (and where its data directory came from: --data-dir, MIBENCH_DATA or the user cache)
+    or the small subset shipped in the package (and its folder); None for a task without a dataset."""
+    source = str(info.get("data_source") or "")
+    notes = []
+    if "full data" in source:
+        from mibench.data.sources import data_dir_origin
+
+        origin = {"argument": "--data-dir", "user cache": "the user cache"}.get(data_dir_origin(data_dir))
+        notes.append(f"data directory from {origin or 'MIBENCH_DATA'}")
+    if "embedded subset" in source:
+        from mibench.data.embedded import EMBEDDED_DIR
+
+        notes.append(f"the small subset shipped with mibench ({EMBEDDED_DIR}), not the full data")
+    return f"mibench: data: {source}; {'; '.join(notes)}" if notes else None
 
 
 def task_mi(task: str, mi, given: bool):

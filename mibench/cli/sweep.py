@@ -4,10 +4,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import signal
 from pathlib import Path
 
-from mibench.cli.args import axis_values, mi_values, parse_set
+from mibench.cli.args import axis_values, mi_values, parse_set, printing_result
 from mibench.errors import EXIT_FAILED_ESTIMATES, EXIT_OK, MibenchError
 from mibench.protocols.params import flag_of
 
@@ -145,7 +144,7 @@ def spec_from_args(args):
 
 def cmd_sweep(args) -> int:
     from mibench.analysis.leaderboard import command_line
-    from mibench.errors import MibenchError, Terminated
+    from mibench.errors import MibenchError
     from mibench.sweep import dump_spec_yaml, plan, run_sweep
     from mibench.sweep.presets import describe_presets
 
@@ -171,36 +170,27 @@ def cmd_sweep(args) -> int:
         print(f"{len(p.cells)} cells ({len(p.done)} complete, {len(p.resume)} to resume, {len(p.todo)} to run) "
               f"-> {out}")
         return EXIT_OK
-
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def on_term(signum, frame):   # a polite kill records the interruption in the manifest
-        raise Terminated("SIGTERM")
-
-    if previous in (signal.SIG_DFL, None):
-        signal.signal(signal.SIGTERM, on_term)
-    try:
-        report = run_sweep(spec, out, resume=args.resume, overwrite=args.overwrite, backend=args.backend or None,
-                           workers=args.workers, threads=args.threads, address=args.address, shared_fs=args.shared_fs,
-                           plot=not args.no_plot, command=command_line(), preset=preset)
-    finally:
-        if previous in (signal.SIG_DFL, None):
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    print(f"sweep {spec.name}: {len(report.cells)} cells: {report.ran} ran, {report.skipped} already complete, "
-          f"{len(report.failed)} failed, {report.failed_estimates} failed estimate(s), {len(report.diverged)} with a "
-          f"diverged estimator ({report.wall_seconds:.0f} s) -> {out}")
-    for n in report.failed:
-        print(f"  failed: {n}: {report.results[n].error}")
-    for n, r in report.results.items():
-        for line in r.failed_estimates:
-            print(f"  failed estimate in {n}: {line}")
+    # SIGTERM stops the sweep as it stops a run (mibench.protocols.runtime.sigterm_requests_stop)
+    report = run_sweep(spec, out, resume=args.resume, overwrite=args.overwrite, backend=args.backend or None,
+                       workers=args.workers, threads=args.threads, address=args.address, shared_fs=args.shared_fs,
+                       plot=not args.no_plot, command=command_line(), preset=preset)
+    paths = None       # the leaderboard and the exit code first: a closed stdout loses neither
     if not args.no_leaderboard and len(report.failed) < len(report.cells):
         from mibench.analysis.leaderboard import build, write_all
 
         board, col = build([out])
         paths = write_all(board, col, out / "leaderboard.csv", command=f"mibench leaderboard {out} -o "
                                                                        f"{out / 'leaderboard.csv'}")
-        print(f"wrote {paths[0]} and {paths[1].name}; plots: mibench plot {out}")
-    if not report.ok or (args.fail_on_diverged and report.diverged):
-        return EXIT_FAILED_ESTIMATES
-    return EXIT_OK
+    code = EXIT_FAILED_ESTIMATES if not report.ok or (args.fail_on_diverged and report.diverged) else EXIT_OK
+    with printing_result(code):
+        print(f"sweep {spec.name}: {len(report.cells)} cells: {report.ran} ran, {report.skipped} already complete, "
+              f"{len(report.failed)} failed, {report.failed_estimates} failed estimate(s), {len(report.diverged)} "
+              f"with a diverged estimator ({report.wall_seconds:.0f} s) -> {out}")
+        for n in report.failed:
+            print(f"  failed: {n}: {report.results[n].error}")
+        for n, r in report.results.items():
+            for line in r.failed_estimates:
+                print(f"  failed estimate in {n}: {line}")
+        if paths:
+            print(f"wrote {paths[0]} and {paths[1].name}; plots: mibench plot {out}")
+    return code

@@ -1,6 +1,6 @@
 """What both protocols share while a run runs: its life in its directory (:class:`RunLifecycle`:
 claim -> config.json -> resume -> signals -> finish), what config.json records about where it ran,
-and how SIGTERM stops it cleanly."""
+and how SIGTERM stops a run or a sweep driver cleanly (:func:`sigterm_requests_stop`, the one policy)."""
 from __future__ import annotations
 
 import contextlib
@@ -53,40 +53,49 @@ def peak_memory(device) -> dict:
     return out
 
 
-@contextlib.contextmanager
-def sigterm_requests_stop(flag):
-    """While a run works, SIGTERM only sets ``flag.requested``, which the run checks at every step
-    or estimate (an exception raised from a known place, never asynchronously mid-write); the run
-    is then recorded as interrupted.  Installed only in the main thread and only over the default
-    handler (a sweep's or the user's own handler is left alone).  A SIGTERM that lands after the
-    last check is delivered again, with the default action, once the handler is removed."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
-        yield
-        return
-    flag.requested = False
-    signal.signal(signal.SIGTERM, lambda signum, frame: setattr(flag, "requested", True))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        if flag.requested:
-            flag.requested = False
-            os.kill(os.getpid(), signal.SIGTERM)
-
-
 class StopFlag:
     """SIGTERM's request to stop at the next step or estimate (set by :func:`sigterm_requests_stop`)."""
 
     requested = False
 
 
-#: the stop request of this process's run (one run at a time per process)
+#: the stop request of this process (one run or one sweep driver at a time per process)
 STOP = StopFlag()
 
 
+def _request_stop(signum, frame) -> None:
+    STOP.requested = True
+
+
+@contextlib.contextmanager
+def sigterm_requests_stop():
+    """mibench's one SIGTERM policy, for a run and for a sweep driver alike: while they work, SIGTERM
+    only sets :data:`STOP`, which they check where stopping is safe -- a run at every step or
+    estimate (and while an estimate worker computes), a sweep driver while it waits for its cells --
+    and then raise :class:`~mibench.errors.Terminated` from that known place (never asynchronously
+    mid-write); what ran is recorded ``interrupted``.
+
+    This is the only place that installs a SIGTERM handler: in the main thread, over the default
+    handler only.  Nested (a sweep's cell run in the driver's process) it changes nothing, and a
+    handler of the user's own is left alone.  A SIGTERM that lands after the last check is delivered
+    again, with the default action, once the handler is removed."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+    STOP.requested = False
+    signal.signal(signal.SIGTERM, _request_stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if STOP.requested:
+            STOP.requested = False
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
 def check_stop() -> None:
-    """Raise :class:`~mibench.errors.Terminated` where SIGTERM asked the run to stop (called at
-    every step or estimate)."""
+    """Raise :class:`~mibench.errors.Terminated` where SIGTERM asked to stop (called at every step or
+    estimate, and by a sweep driver while it waits)."""
     if STOP.requested:
         STOP.requested = False
         raise Terminated("SIGTERM")
@@ -147,7 +156,7 @@ class RunLifecycle:
         if self.out is not None:
             self.writer = RunWriter(self.out, config).start()
         try:
-            with sigterm_requests_stop(STOP):
+            with sigterm_requests_stop():
                 yield config
         except KeyboardInterrupt:
             self._end("interrupted")

@@ -19,6 +19,8 @@ from mibench.errors import MibenchError
 
 #: set in processes that are mibench's own workers (a sweep's pool, an estimate worker)
 IN_WORKER = {"value": False}
+#: how often a wait on an estimate worker checks for a stop request (seconds)
+STOP_POLL_SECONDS = 0.2
 
 
 def watch_parent(parent_pid: int) -> None:
@@ -142,12 +144,26 @@ class EstimateWorker:
             raise MibenchError(f"the estimate worker failed to start: {msg}")
 
     def run(self, job: tuple, timeout: float) -> dict:
-        """Run one ``estimate_once`` job; a timeout or a dead worker is returned as a failed result."""
+        """Run one ``estimate_once`` job; a timeout or a dead worker is returned as a failed result.
+        While it waits, a stop request (SIGTERM, :func:`~mibench.protocols.runtime.check_stop`) is
+        honoured at once: the worker is killed and :class:`~mibench.errors.Terminated` raised, so the
+        run ends ``interrupted`` without waiting for the estimate in flight."""
+        from mibench.protocols.runtime import check_stop
+
         if self.proc is None or not self.proc.is_alive():
             self._start()
         try:
             self.conn.send(job)
-            if self.conn.poll(timeout):
+            deadline = time.monotonic() + timeout
+            while not self.conn.poll(max(0.0, min(STOP_POLL_SECONDS, deadline - time.monotonic()))):
+                if time.monotonic() >= deadline:
+                    break
+                try:
+                    check_stop()
+                except KeyboardInterrupt:
+                    self.stop(kill=True)
+                    raise
+            else:
                 kind, res = self.conn.recv()
                 return res
             self.stop(kill=True)

@@ -52,6 +52,7 @@ from mibench.records.run_dir import (
     fingerprint,
     is_complete,
     read_config,
+    recorded_file,
     run_status,
     sweep_cells,
     unique_dir,
@@ -65,6 +66,6 @@ __all__ = [
     "read_sample_estimates", "read_summary", "write_estimates", "write_sample_estimates", "write_summary",
     "atomic_path", "file_digest", "float_or_nan", "read_csv_rows", "read_json", "slug", "write_bytes", "write_json",
     "write_rows", "write_text", "SweepManifest", "read_manifest", "CONFIG", "MANIFEST", "Claim", "RunHeader",
-    "RunWriter", "claim", "config_diff", "find_run_dirs", "fingerprint", "is_complete", "read_config", "run_status",
-    "sweep_cells", "unique_dir", "verify_files", "RunSetup", "SETUP_COLUMNS", "SETUP_KEY",
+    "RunWriter", "claim", "config_diff", "find_run_dirs", "fingerprint", "is_complete", "read_config", "recorded_file",
+    "run_status", "sweep_cells", "unique_dir", "verify_files", "RunSetup", "SETUP_COLUMNS", "SETUP_KEY",
 ]

@@ -1,8 +1,9 @@
 """Collecting run directories for the leaderboard, plots and ``load_runs``: every complete run
 below the given paths with its config.json and summary.csv, read strictly and checked against
-the checksum the run recorded for summary.csv.  A reader of estimates.csv (plots, ``load_runs``)
-checks that file itself when it reads it, so a committed run kept as config.json + summary.csv
-(the per-step log left out for size) still aggregates."""
+the checksum the run recorded for summary.csv.  A reader of a per-estimate file (``estimates.csv``,
+``sample_estimates.csv``: the leaderboard's sample rows, plots, ``load_runs``) checks that file
+itself when it reads it (:func:`~mibench.records.run_dir.recorded_file`), so a committed run kept
+as config.json + summary.csv (the per-step log left out for size) still aggregates."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -197,11 +197,18 @@ def read_sample_estimates(path) -> list[dict]:
     """``sample_estimates.csv`` rows as dicts with ``true_mi`` / ``estimate`` / ``mi_stderr`` /
     ``seconds`` as floats (NaN when empty), ``seed`` / ``n`` / ``n_parameters`` as ints, and
     ``mi_status`` / ``clipped`` present (empty) in files written before those columns existed
-    (whose ``flag`` column is read as ``mi_status``)."""
+    (whose ``flag`` column is read as ``mi_status``).  A second row of the same estimator, level and
+    seed is refused: a run makes each estimate once, so it can only be a damaged or edited file."""
     rows = read_csv_rows(path, required=["estimator", "seed", "true_mi", "estimate", "status"],
                          floats=("true_mi", "estimate", "mi_stderr", "seconds"), ints=("seed",),
                          what="sample_estimates.csv")
-    for r in rows:
+    seen = set()
+    for lineno, r in enumerate(rows, start=2):
+        key = (r["estimator"], r["true_mi"], r["seed"])
+        if key in seen:
+            raise UnreadableInput(f"sample_estimates.csv {path}, line {lineno}: a second estimate of {key[0]} at "
+                                  f"{key[1]:g} bits, seed {key[2]} (damaged or edited file)")
+        seen.add(key)
         if "mi_status" not in r:
             r["mi_status"] = r.pop("flag", "") or ""
         r.setdefault("clipped", "")

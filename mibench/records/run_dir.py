@@ -210,6 +210,16 @@ def verify_files(run_dir, config: dict, names=None) -> None:
                                   "after the run; re-run it)")
 
 
+def recorded_file(run_dir, config: dict, name: str) -> Path:
+    """``run_dir/name`` for a reader, checked first against the checksum the complete run recorded
+    for it (:func:`verify_files`): every reader of a run's file takes it from here, so an edited or
+    duplicated row is refused in one :class:`UnreadableInput` line naming the file, never read as a
+    number.  A file the run recorded no checksum for (a run still running, interrupted, or written
+    before checksums) passes unchecked."""
+    verify_files(run_dir, config, names=(name,))
+    return Path(run_dir) / name
+
+
 def is_complete(run_dir) -> bool:
     """config.json says ``complete`` and summary.csv is there (nothing is verified)."""
     try:
@@ -351,7 +361,10 @@ def unique_dir(parent, name: str) -> Path:
 def find_run_dirs(paths) -> tuple[list[Path], list[Path], list[Path]]:
     """(complete run dirs, other run dirs, sweep dirs) below ``paths``, sorted; one line for a
     path that does not exist or is a file, and an :class:`UnreadableInput` line for a run directory
-    whose config.json is damaged (:func:`read_config`): a damaged record, not an incomplete run."""
+    whose config.json is damaged (:func:`read_config`): a damaged record, not an incomplete run.  A
+    run is complete when its config.json says so -- the last thing a run writes -- whatever files are
+    there: a complete run missing summary.csv is a damaged record its reader refuses (exit 4), not an
+    incomplete run to skip."""
     complete, others, sweeps = [], [], []
     for p in paths:
         p = Path(p)
@@ -365,7 +378,6 @@ def find_run_dirs(paths) -> tuple[list[Path], list[Path], list[Path]]:
             if MANIFEST in files:
                 sweeps.append(root)
             if CONFIG in files:     # a damaged config.json is a damaged record, not an incomplete run
-                status = read_config(root).get("status")
-                (complete if status == "complete" and (root / "summary.csv").is_file() else others).append(root)
+                (complete if read_config(root).get("status") == "complete" else others).append(root)
                 dirs[:] = []     # a run directory has no run directories inside
     return sorted(set(complete)), sorted(set(others)), sorted(set(sweeps))

@@ -302,6 +302,7 @@ def run_sweep(spec: SweepSpec, out_dir, execution: Execution | None = None, *, r
         ``threads=``, ``address=``, ``shared_fs=``, ``plot=``, ``client=``); they override
         ``execution``'s.
     """
+    from mibench.protocols.runtime import sigterm_requests_stop
     from mibench.records import claim
 
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
@@ -309,7 +310,7 @@ def run_sweep(spec: SweepSpec, out_dir, execution: Execution | None = None, *, r
     ex = _with_options(execution, options).resolve(spec.execution)
     cells = spec.cells()
     t0 = time.perf_counter()
-    with sweep_lock(out_dir):
+    with sigterm_requests_stop(), sweep_lock(out_dir):
         claim(out_dir, [c.config for c in cells], resume=resume, overwrite=overwrite, kind="sweep")
         p = plan(spec, out_dir)
         ex = ex.sized(len(p.to_run), cells[0].config.get("device", "auto"))
@@ -383,13 +384,15 @@ class _Progress:
         """The driver was interrupted: each cell it had queued or running is recorded with the status
         its run directory holds (:func:`~mibench.sweep.plan.cell_status`), so a cell that completed
         before the driver read its result stays complete; a queued cell that never started stays
-        pending, one that started is interrupted."""
+        pending, one that started is interrupted -- in its own config.json too, where its worker was
+        killed before it could record that (:func:`_record_killed`)."""
         from mibench.records import read_config
 
         for c in todo:
             entry = self.manifest.by_name[c.name]
             if entry["status"] not in ("running", "queued"):
                 continue
+            _record_killed(self.out_dir / c.name)
             status = cell_status(self.out_dir / c.name)
             if status == "complete":
                 cfg = read_config(self.out_dir / c.name)
@@ -402,6 +405,22 @@ class _Progress:
             else:
                 self.manifest.update(c.name, status="interrupted")
         self.manifest.write("interrupted")
+
+
+def _record_killed(cell_dir: Path) -> None:
+    """A cell whose run is ``running`` in its config.json but whose writer is gone (``stale``: the
+    driver killed the worker after :data:`STOP_WORKERS_SECONDS`, e.g. in an estimate that runs in
+    the worker's own process) is recorded ``interrupted`` there, as the run itself records a stop:
+    the writer is dead, so nothing else writes that file."""
+    from mibench.errors import UnreadableInput
+    from mibench.records import RunWriter, read_config, run_status
+
+    if not (cell_dir / "config.json").is_file():
+        return
+    with contextlib.suppress(UnreadableInput):
+        cfg = read_config(cell_dir)
+        if run_status(cfg) == "stale":
+            RunWriter(cell_dir, cfg).finish("interrupted")
 
 
 def _start_manifest(spec: SweepSpec, out_dir: Path, cells, p, meta: dict, log) -> _Progress:
@@ -443,15 +462,18 @@ def _version() -> str:
 
 
 def _run_local(todo, out_dir: Path, ex: Execution, progress: _Progress, resuming: set, payload) -> None:
+    from mibench.protocols.runtime import check_stop
+
     if ex.workers == 1:
         for c in todo:
+            check_stop()           # a cell's own run checks it while it works, the driver between cells
             progress.started(c, "running")
             progress.manifest.write()
             progress.finished(c, execute_cell(c.config, str(out_dir / c.name), ex.threads, ex.plot,
                                               resume=c.name in resuming))
         return
     import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     from mibench.protocols.workers import watch_parent
 
@@ -464,27 +486,38 @@ def _run_local(todo, out_dir: Path, ex: Execution, progress: _Progress, resuming
                                 c.name in resuming)] = c
             progress.started(c)
         progress.manifest.write()
-        for fut in as_completed(futures):
-            c = futures[fut]
-            try:
-                res = fut.result()
-            except Exception as exc:   # a worker process died (OOM kill, segfault, ...)
-                res = {"status": "failed", "error": f"worker process failed: {type(exc).__name__}: {exc}"}
-                _write_failed(out_dir / c.name, res["error"], c.config)
-            progress.finished(c, res)
+        pending = set(futures)
+        while pending:
+            check_stop()           # SIGTERM: raised here, and passed on to the workers by _stop_pool
+            done, pending = wait(pending, timeout=STOP_POLL_SECONDS, return_when=FIRST_COMPLETED)
+            for fut in done:
+                _finished(fut, futures[fut], out_dir, progress, "worker process failed")
     except BaseException:
         _stop_pool(pool)
         raise
     pool.shutdown(wait=True)
 
 
+def _finished(fut, c, out_dir: Path, progress: _Progress, what: str) -> None:
+    """Record the result of cell ``c``'s future (a future that raised: its worker died, ``what``)."""
+    try:
+        res = fut.result()
+    except Exception as exc:   # a worker process died (OOM kill, segfault, ...), a dask task was lost
+        res = {"status": "failed", "error": f"{what}: {type(exc).__name__}: {exc}"}
+        _write_failed(out_dir / c.name, res["error"], c.config)
+    progress.finished(c, res)
+
+
 #: seconds the workers of an interrupted driver get to record their runs as interrupted
 STOP_WORKERS_SECONDS = 20.0
+#: how often a driver waiting for its cells checks for a stop request (seconds)
+STOP_POLL_SECONDS = 0.2
 
 
 def _stop_pool(pool) -> None:
     """The driver was interrupted: cancel the queued cells and pass the stop on to the running ones
-    (SIGTERM, which a run honours at its next step, recording ``interrupted``), then wait for the
+    (SIGTERM, which a run honours at its next step or estimate, or in the estimate it waits for,
+    recording ``interrupted``), then wait for the
     workers to end -- killing those still running after :data:`STOP_WORKERS_SECONDS` -- so that
     every cell's run directory holds its final status when the manifest is written."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
@@ -502,6 +535,8 @@ def _stop_pool(pool) -> None:
 
 
 def _run_dask(todo, out_dir: Path, ex: Execution, progress: _Progress, resuming: set, payload) -> None:
+    from mibench.protocols.runtime import check_stop
+
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -529,14 +564,14 @@ def _run_dask(todo, out_dir: Path, ex: Execution, progress: _Progress, resuming:
             futures[fut] = c
             progress.started(c)
         progress.manifest.write()
-        for fut in as_completed(list(futures)):
-            c = futures[fut]
-            try:
-                res = fut.result()
-            except Exception as exc:   # worker lost, unpicklable result, ...
-                res = {"status": "failed", "error": f"dask task failed: {type(exc).__name__}: {exc}"}
-                _write_failed(out_dir / c.name, res["error"], c.config)
-            progress.finished(c, res)
+        done = as_completed(list(futures))
+        while not done.is_empty():
+            check_stop()           # SIGTERM: raised here; closing the client and cluster stops the cells
+            if not done.has_ready():
+                time.sleep(STOP_POLL_SECONDS)
+                continue
+            fut = next(done)
+            _finished(fut, futures[fut], out_dir, progress, "dask task failed")
     finally:
         if own_client:
             client.close()

@@ -163,6 +163,36 @@ def test_one_command_end_to_end(tmp_path, capsys):
     assert "wrote" in capsys.readouterr().out
 
 
+def test_steps_0_blames_steps_not_tail(tmp_path, capsys):
+    from mibench.cli import main
+
+    assert main(["consistency", "--steps", "0", "--out", str(tmp_path / "sc")]) == 2
+    assert capsys.readouterr().err.strip() == "mibench: error: --steps must be an integer >= 1, got 0"
+
+
+@pytest.mark.parametrize("flags,needle", [
+    (["--steps", "-5"], "--steps must be an integer >= 1, got -5"),
+    (["--tail", "0"], "--tail must be an integer >= 1, got 0"),
+    (["--batch-size", "1"], "--batch-size must be an integer >= 2, got 1"),
+    (["--lr", "nan"], "--lr must be a positive number, got nan"),
+    (["--noise", "nan"], "--noise must be a finite number >= 0, got nan"),
+    (["--protocol", "sample", "--noise", "1", "--n", "0"], "--n must be an integer >= 1, got 0"),
+    (["--protocol", "sample", "--noise", "1", "--estimators", "ksg", "--n", "5"], "--n must be at least 20 pairs"),
+    (["--protocol", "sample", "--noise", "-1", "--estimators", "ksg"], "--noise must be a finite number >= 0"),
+])
+def test_every_number_blames_its_own_flag_before_anything_is_written(tmp_path, capsys, flags, needle):
+    """The class: each number is checked on its own, before the bound between two and before
+    consistency.json is written (a refused value left in it would make the corrected command refuse
+    --out as holding other settings)."""
+    from mibench.cli import main
+
+    out = tmp_path / "sc"
+    assert main(["consistency", "--dataset", "gaussian", "--seeds", "0", *flags, "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mibench: error: ") and needle in err and "\n" not in err, err
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_the_gaussian_estimator_passes_on_the_gaussian_analogue(tmp_path):
     """A real estimator that is exact for Gaussians (CCA on the sample covariance), on enough pairs."""

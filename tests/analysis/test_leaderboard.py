@@ -12,6 +12,7 @@ from fake_runs import write_fake_run
 from mibench.analysis.gate import compare
 from mibench.analysis.leaderboard import COLUMNS, build, read_leaderboard, write_all
 from mibench.cli import main
+from mibench.errors import MibenchError
 from mibench.testing import assert_no_regression
 
 T_975_DF2 = 4.302652729911275   # Student t quantile, 97.5%, 2 degrees of freedom
@@ -145,6 +146,28 @@ def test_compare_both_ways(tmp_path, capsys):
     p = subprocess.run([sys.executable, "-m", "mibench.cli", "compare", str(worse_csv), str(base_csv)],
                        capture_output=True, text=True)
     assert p.returncode == 1 and "WORSE" in p.stdout, p.stdout + p.stderr
+
+
+def test_compare_tolerance_nan_is_refused_not_a_pass(tmp_path, capsys):
+    base_csv = tmp_path / "base.csv"
+    write_all(*build([_scaled(tmp_path, "base")]), base_csv)
+    worse = _scaled(tmp_path, "worse", factor=3.0)
+    assert main(["compare", str(worse), str(base_csv)]) == 1
+    capsys.readouterr()
+    assert main(["compare", str(worse), str(base_csv), "--tolerance", "nan"]) == 2
+    assert capsys.readouterr().err.strip() == "mibench: error: --tolerance must be a finite number >= 0, got nan"
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -0.5])
+@pytest.mark.parametrize("setting", ["tolerance", "mse_floor", "bias_floor"])
+def test_no_gate_setting_can_make_every_row_pass(tmp_path, setting, value):
+    """The class: a setting that NaN compares past, or an infinite one (an infinite limit), would let
+    any regression through; every setting is refused in one line naming its flag, also from Python."""
+    base_csv = tmp_path / "base.csv"
+    write_all(*build([_scaled(tmp_path, "base")]), base_csv)
+    flag = "--" + setting.replace("_", "-")
+    with pytest.raises(MibenchError, match=f"^{flag} must be a finite number >= 0, got "):
+        compare(_scaled(tmp_path, "worse", factor=3.0), base_csv, **{setting: value})
 
 
 def test_precision_is_part_of_the_setup_and_old_csvs_read_as_fp32(tmp_path):

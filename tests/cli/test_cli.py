@@ -79,3 +79,90 @@ def test_sigterm_marks_the_run_interrupted(tmp_path):
     assert lines == ["mibench: terminated (SIGTERM); what ran is marked interrupted (--resume continues it)"], err
     assert json.loads((out / "config.json").read_text())["status"] == "interrupted"
     assert not (out / "summary.csv").exists()
+
+
+def _with_stdout_closed(*args) -> subprocess.CompletedProcess:
+    """``mibench ARGS`` whose stdout is a pipe nobody reads any more (``mibench list | head`` after
+    head has exited): its reader end is closed before the command writes."""
+    import os
+
+    r, w = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "mibench.cli", *args], stdout=w, stderr=subprocess.PIPE,
+                            text=True)
+    os.close(w)
+    os.close(r)
+    _, err = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, "", err)
+
+
+def test_list_into_a_closed_pipe_ends_quietly():
+    p = _with_stdout_closed("list")
+    assert (p.returncode, p.stderr) == (0, "")
+
+
+def test_every_command_ends_quietly_when_its_reader_goes_and_keeps_a_decided_exit_code(tmp_path):
+    """The class: help, lists and reports, whether the pipe breaks mid-command or at the last flush,
+    end quietly; a result already decided keeps its exit code (the gate's 1 is not turned into 0)."""
+    from fake_runs import write_fake_run
+
+    rows = [{"estimator": "nwj", "true_mi": 2.0, "bias": b, "variance": 0.01, "mse": b * b + 0.01} for b in (-0.1,)]
+    base = write_fake_run(tmp_path / "base", rows)
+    worse = write_fake_run(tmp_path / "worse", [{**rows[0], "bias": -2.0, "mse": 4.01}])
+    for args, code in ((["--help"], 0), (["run", "--help"], 0), (["sweep", "--list-presets"], 0),
+                       (["leaderboard", str(base)], 0), (["compare", str(base), str(base)], 0),
+                       (["compare", str(worse), str(base)], 1)):
+        p = _with_stdout_closed(*args)
+        assert (p.returncode, p.stderr) == (code, ""), (args, p.returncode, p.stderr)
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_still_an_error(monkeypatch, capsys):
+    """Only a closed stdout ends quietly: a BrokenPipeError from anywhere else (a worker's pipe) is one
+    line and exit 2, as before."""
+    import mibench.cli.run as run_cli_module
+
+    def broken(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(run_cli_module, "cmd_list", broken)
+    assert main(["list"]) == 2
+    assert capsys.readouterr().err.strip() == "mibench: error: cannot use: Broken pipe"
+
+
+VISION_RUN = ["run", "--task", "vision", "--estimator", "ksg", "--n", "200", "--seeds", "0", "--mi", "1",
+              "--timeout", "0", "--no-plot"]
+
+
+def _data_lines(capsys) -> list[str]:
+    return [line for line in capsys.readouterr().err.splitlines() if line.startswith("mibench: data:")]
+
+
+def test_a_run_says_at_its_start_which_data_it_uses(tmp_path, monkeypatch, capsys):
+    from pathlib import Path
+
+    shared = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    if not (shared / "mnist").is_dir():
+        pytest.skip("the full MNIST data is not in ../shared/data")
+    monkeypatch.setenv("MIBENCH_DATA", str(shared))
+    assert main([*VISION_RUN, "--out", str(tmp_path / "r")]) == 0
+    assert _data_lines(capsys) == [f"mibench: data: full data ({shared}/mnist, train split, md5 verified); "
+                                   "data directory from MIBENCH_DATA"]
+
+
+def test_every_data_backed_run_names_its_data_and_no_other_does(tmp_path, monkeypatch, capsys):
+    """The class: the shipped subset says so with its folder, the full data where its directory came
+    from (--data-dir, MIBENCH_DATA, the user cache), a task without a dataset prints no data line."""
+    from mibench.cli.run import data_line
+    from mibench.data.embedded import EMBEDDED_DIR
+
+    monkeypatch.setenv("MIBENCH_DATA", "embedded")
+    assert main([*VISION_RUN, "--out", str(tmp_path / "r")]) == 0
+    (line,) = _data_lines(capsys)
+    assert line.startswith("mibench: data: embedded subset (") and f"shipped with mibench ({EMBEDDED_DIR})" in line
+    assert main(["run", "--task", "gaussian", "--estimator", "ksg", "--n", "200", "--seeds", "0", "--mi", "1",
+                 "--timeout", "0", "--no-plot", "--out", str(tmp_path / "g")]) == 0
+    assert _data_lines(capsys) == []
+    mixed = {"data_source": "images: full data (/d/mnist, train split, md5 verified); text: embedded subset (x)"}
+    assert data_line(mixed, "/d").endswith("; data directory from --data-dir; the small subset shipped with mibench "
+                                           f"({EMBEDDED_DIR}), not the full data")
+    monkeypatch.delenv("MIBENCH_DATA")
+    assert data_line(mixed).split("; ")[2] == "data directory from the user cache"

@@ -128,3 +128,172 @@ def test_sigterm_to_a_sweep_process_leaves_complete_cells_complete(tmp_path):
     for c in m["cells"]:
         on_disk = cell_status(out / c["dir"])
         assert c["status"] == (on_disk or "pending"), (c["name"], c["status"], on_disk)
+
+
+# ------------------------------------------------------------------ SIGTERM: one policy, runs and sweeps
+
+STALLING = '''
+import os
+import time
+
+
+class Stalling:
+    """1 nat at once, except for seed 1 while the file $MIBENCH_TEST_STALL exists: then it marks
+    itself in flight (a file beside it) and waits for the file to go (at most 5 minutes)."""
+
+    kind = "black-box"
+
+    def estimate(self, x, y, seed=0):
+        stall = os.environ.get("MIBENCH_TEST_STALL", "")
+        if seed == 1 and stall and os.path.exists(stall):
+            open(f"{stall}.in-flight.{os.getpid()}", "w").close()
+            t0 = time.time()
+            while os.path.exists(stall) and time.time() - t0 < 300:
+                time.sleep(0.05)
+        return 1.0
+'''
+
+
+def _stalling(tmp_path) -> tuple[dict, object]:
+    """(the environment that finds the stalling estimator and stalls it, the stall file)."""
+    (tmp_path / "plug").mkdir()
+    (tmp_path / "plug" / "stalling_est.py").write_text(STALLING)
+    stall = tmp_path / "stall"
+    stall.write_text("")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "plug"), os.environ.get("PYTHONPATH", "")]),
+           "MIBENCH_TEST_STALL": str(stall), "OMP_NUM_THREADS": "1"}
+    return env, stall
+
+
+def _terminate_when_in_flight(cmd, env, stall, in_flight: int) -> tuple[int, str, float]:
+    """Start ``mibench cmd``, send SIGTERM once ``in_flight`` estimates are stalled mid-way; (exit
+    code, stderr, seconds from the signal to the exit)."""
+    proc = subprocess.Popen([sys.executable, "-m", "mibench.cli", *cmd], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and proc.poll() is None:
+            if len(list(stall.parent.glob(f"{stall.name}.in-flight.*"))) >= in_flight:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        return proc.returncode, err, time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_sigterm_mid_estimate_ends_every_started_sample_cell_interrupted(tmp_path):
+    """A real sweep of sample cells terminated while their estimates are in flight: the cells stop at
+    once (not after their estimate, nor killed by the driver after its 20 s), every started cell is
+    ``interrupted`` in sweep.json and in its own config.json, and --resume finishes them, keeping
+    the estimates they had made."""
+    env, stall, workers = *_stalling(tmp_path), 2
+    out = tmp_path / "sw"
+    cmd = ["sweep", "--task", "gaussian", "--set", "dim=2,3", "--estimator", "stalling_est:Stalling", "--n", "100",
+           "--seeds", "0,1", "--workers", str(workers), "--threads", "1", "--no-plot", "--no-leaderboard",
+           "--out", str(out)]
+    code, err, seconds = _terminate_when_in_flight(cmd, env, stall, in_flight=workers)
+    assert code == 143, err
+    assert seconds < execute.STOP_WORKERS_SECONDS / 2, seconds
+    m = _manifest(out)
+    started = [c for c in m["cells"] if (out / c["dir"] / "config.json").is_file()]
+    assert m["status"] == "interrupted" and len(started) == workers
+    for c in m["cells"]:
+        if c in started:
+            assert c["status"] == "interrupted" and read_config(out / c["dir"])["status"] == "interrupted", c
+            assert (out / c["dir"] / "sample_estimates.csv").read_text().count("\n") == 2    # header + seed 0
+        else:
+            assert c["status"] == "pending"
+    kept = {c["dir"]: (out / c["dir"] / "sample_estimates.csv").read_text().splitlines()[1] for c in started}
+    stall.unlink()
+    p = subprocess.run([sys.executable, "-m", "mibench.cli", *cmd, "--resume"], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    m = _manifest(out)
+    assert m["status"] == "complete" and {c["status"] for c in m["cells"]} == {"complete"}
+    for c in m["cells"]:
+        assert read_config(out / c["dir"])["status"] == "complete"
+        rows = (out / c["dir"] / "sample_estimates.csv").read_text().splitlines()
+        assert len(rows) == 3 and rows[1] == kept.get(c["dir"], rows[1])
+
+
+def test_sigterm_mid_estimate_stops_a_single_sample_run_at_once(tmp_path):
+    """The same policy for a run: SIGTERM while an estimate is in flight stops it at once (it waited
+    for the estimate), config.json says interrupted, exit 143; --resume finishes it."""
+    env, stall = _stalling(tmp_path)
+    out = tmp_path / "r"
+    cmd = ["run", "--task", "gaussian", "--dim", "2", "--estimator", "stalling_est:Stalling", "--n", "100",
+           "--seeds", "0,1", "--mi", "1", "--no-plot", "--quiet", "--out", str(out)]
+    code, err, seconds = _terminate_when_in_flight(cmd, env, stall, in_flight=1)
+    assert code == 143 and seconds < 10, (code, seconds, err)
+    assert read_config(out)["status"] == "interrupted"
+    stall.unlink()
+    p = subprocess.run([sys.executable, "-m", "mibench.cli", *cmd, "--resume"], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert p.returncode == 0 and read_config(out)["status"] == "complete", p.stderr
+
+
+def test_one_place_installs_the_sigterm_handler():
+    """One policy: only mibench.protocols.runtime.sigterm_requests_stop installs a SIGTERM handler
+    (a run's and a sweep driver's alike)."""
+    import ast
+    from pathlib import Path
+
+    import mibench
+
+    installers = []
+    for path in Path(mibench.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in ("signal.signal", "signal"):
+                installers.append(path.name)
+    assert installers and set(installers) == {"runtime.py"}, installers
+
+
+def test_a_sweep_driver_and_its_cells_share_the_stop_request(tmp_path, monkeypatch):
+    """In the driver's process (``workers=1``) the cell's run finds the driver's handler installed and
+    keeps it: a real SIGTERM is one stop request, honoured by the run at its next step; the run and
+    the manifest say interrupted and the default handler is back afterwards."""
+    from mibench.protocols import runtime
+
+    seen = []
+    real = execute.execute_cell
+
+    def cell(config, *a, **k):
+        seen.append(signal.getsignal(signal.SIGTERM))
+        if seen[-1] is runtime._request_stop:      # never a SIGTERM that nothing would catch
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(config, *a, **k)
+
+    monkeypatch.setattr(execute, "execute_cell", cell)
+    spec, out = SweepSpec.from_dict({**TINY, "seeds": [0, 1]}), tmp_path / "sw"
+    with pytest.raises(Terminated):
+        run_sweep(spec, out, workers=1, plot=False, log=lambda s: None)
+    assert seen == [runtime._request_stop] and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    assert not runtime.STOP.requested
+    assert _statuses(out) == {0: "interrupted", 1: "pending"} and _manifest(out)["status"] == "interrupted"
+    assert read_config(out / spec.cells()[0].name)["status"] == "interrupted"
+
+
+def test_a_cell_killed_before_it_recorded_its_stop_is_recorded_interrupted(tmp_path):
+    """An estimate that runs in the worker's own process (``--timeout 0``) cannot stop mid-way, so the
+    driver kills its worker after STOP_WORKERS_SECONDS: the driver then records that run
+    ``interrupted`` in its config.json (its writer is dead); a run whose writer lives is left alone."""
+    import socket
+
+    from fake_runs import write_fake_run
+
+    rows = [{"estimator": "nwj", "true_mi": 2.0, "bias": -0.5, "variance": 0.01, "mse": 0.26}]
+    killed, alive = (write_fake_run(tmp_path / name, rows, status="running") for name in ("killed", "alive"))
+    for d, pid in ((killed, 2**22 + 7), (alive, os.getpid())):
+        cfg = read_config(d)
+        cfg["writer"] = {"host": socket.gethostname(), "pid": pid}
+        (d / "config.json").write_text(json.dumps(cfg))
+    execute._record_killed(killed)
+    execute._record_killed(alive)
+    cfg = read_config(killed)
+    assert cfg["status"] == "interrupted" and "writer" not in cfg and cell_status(killed) == "interrupted"
+    assert read_config(alive)["status"] == "running"

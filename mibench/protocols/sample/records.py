@@ -36,11 +36,11 @@ class SampleRecords(ProtocolRecords):
         that seed's dataset; a failed estimate is NaN and counted in diverged_seeds); ``variance``
         is each seed's squared deviation from the seeds' mean, so its mean over seeds is the
         variance over seeds."""
-        from mibench.records import read_sample_estimates
+        from mibench.records import read_sample_estimates, recorded_file
 
         setup = self.setup(record.config)
         out = []
-        for e in read_sample_estimates(Path(record.path) / self.estimates_file):
+        for e in read_sample_estimates(recorded_file(record.path, record.config, self.estimates_file)):
             level = e["true_mi"]
             ok = e["status"] == "ok"
             est = e["estimate"] if ok else float("nan")
@@ -62,12 +62,11 @@ class SampleRecords(ProtocolRecords):
     def estimate_frame(self, run_dir: Path, config: dict):
         import pandas as pd
 
-        from mibench.records import read_sample_estimates
+        from mibench.records import read_sample_estimates, recorded_file
 
-        path = Path(run_dir) / self.estimates_file
-        if not path.is_file():
+        if not (Path(run_dir) / self.estimates_file).is_file():
             return None
-        df = pd.DataFrame(read_sample_estimates(path))
+        df = pd.DataFrame(read_sample_estimates(recorded_file(run_dir, config, self.estimates_file)))
         if df.empty:
             return None
         df["run_id"] = df["run_id"].where(df["run_id"].astype(bool), config.get("run_id") or Path(run_dir).name)
@@ -77,13 +76,13 @@ class SampleRecords(ProtocolRecords):
 
     def plot(self, run_dir: Path, out_dir: Path) -> list[Path]:
         from mibench.plots import plot_metric_bars, plot_sample_run
-        from mibench.records import collect, read_config, read_sample_estimates, run_status
+        from mibench.records import collect, read_config, read_sample_estimates, recorded_file, run_status
 
-        rows = read_sample_estimates(Path(run_dir) / self.estimates_file) \
+        cfg = read_config(run_dir)
+        rows = read_sample_estimates(recorded_file(run_dir, cfg, self.estimates_file)) \
             if (Path(run_dir) / self.estimates_file).is_file() else []
         if not rows:
             raise MibenchError(f"{run_dir} has logged no estimates")
-        cfg = read_config(run_dir)
         c = cfg["config"]
         title = f"{c.get('task')} · sample protocol n = {c.get('n')} · seeds {len(c.get('seeds') or [])}"
         if cfg.get("status") != "complete":

@@ -55,12 +55,12 @@ class StreamRecords(ProtocolRecords):
         return out
 
     def estimate_frame(self, run_dir: Path, config: dict):
-        from mibench.records import read_estimates
+        from mibench.records import read_estimates, recorded_file
 
-        est_path = Path(run_dir) / self.estimates_file
-        if not est_path.is_file():
-            return None
-        df = read_estimates(est_path, partial_last_line=config.get("status") != "complete")
+        if not (Path(run_dir) / self.estimates_file).is_file():
+            return None       # a complete run kept without its per-step log
+        df = read_estimates(recorded_file(run_dir, config, self.estimates_file),
+                            partial_last_line=config.get("status") != "complete")
         c = config["config"]
         df["run_id"] = df["run_id"].where(df["run_id"].notna(), config.get("run_id") or Path(run_dir).name)
         df["seed"] = df["seed"].fillna(c.get("seed")).astype("Int64")
@@ -156,7 +156,7 @@ def staircase_from_runs(run_dirs):
     cells): every estimator of the setup in one array, in the canonical order.  ``config`` is the
     first run's config.json.  Runs without estimates.csv are skipped (None when none has one)."""
     from mibench.plots import ordered
-    from mibench.records import read_config, read_estimates, verify_files
+    from mibench.records import read_config, read_estimates, recorded_file
 
     names, rows, ceilings, diverged, true_mi, first = [], {}, {}, {}, None, None
     for d in run_dirs:
@@ -165,10 +165,8 @@ def staircase_from_runs(run_dirs):
             continue
         cfg = read_config(d)
         complete = cfg.get("status") == "complete"
-        if complete:
-            verify_files(d, cfg, names=("estimates.csv",))
         first = first or cfg
-        est = read_estimates(d / "estimates.csv", partial_last_line=not complete)
+        est = read_estimates(recorded_file(d, cfg, "estimates.csv"), partial_last_line=not complete)
         steps = int(cfg.get("config", {}).get("steps") or (est["step"].max() + 1))
         expected = steps * len(cfg.get("config", {}).get("estimators") or [])
         if complete and expected and len(est) != expected:
