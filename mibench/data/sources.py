@@ -89,6 +89,24 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path | str:
     return path
 
 
+def shown_path(path) -> str:
+    """``path`` as a run record shows it: under ``$MIBENCH_DATA``, ``$MIBENCH_CACHE`` or the user cache it
+    is written relative to that variable (``$MIBENCH_DATA/mnist``), so committed records name no one
+    machine's folders; elsewhere as given."""
+    path = Path(path).expanduser()
+    roots = [(os.environ.get("MIBENCH_DATA"), "$MIBENCH_DATA"), (os.environ.get("MIBENCH_CACHE"), "$MIBENCH_CACHE"),
+             (str(user_cache_root()), "<user cache>/mibench")]
+    for root, name in roots:
+        if not root:
+            continue
+        try:
+            rel = path.resolve().relative_to(Path(root).expanduser().resolve())
+        except (ValueError, OSError):
+            continue
+        return name if str(rel) == "." else f"{name}/{rel.as_posix()}"
+    return str(path)
+
+
 def data_dir_origin(data_dir) -> str:
     if data_dir not in (None, ""):
         return "argument"

@@ -37,6 +37,7 @@ import math
 import numpy as np
 import torch
 
+from mibench.data.sources import shown_path
 from mibench.errors import MibenchError
 from mibench.tasks.base import FIXED_LEVELS, check_fixed_level
 from mibench.tasks.registry import TASKS
@@ -67,12 +68,12 @@ def load_pool(dataset: str, data_dir=None, device="cpu") -> tuple[torch.Tensor |
             from mibench.data.loaders import load_mnist
 
             images = load_mnist(where, "train")[0][:, None]
-            source = f"full data ({where}/mnist, train split, md5 verified)"
+            source = f"full data ({shown_path(where)}/mnist, train split, md5 verified)"
         else:
             from mibench.data.loaders import load_cifar10
 
             images, _, batches, _ = load_cifar10(where)
-            source = f"full data ({where}/cifar10, batches {', '.join(batches)})"
+            source = f"full data ({shown_path(where)}/cifar10, batches {', '.join(batches)})"
     else:
         images = embedded.load(dataset)["images"]
         images = images[:, None] if images.ndim == 3 else images

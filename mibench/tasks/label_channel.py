@@ -32,6 +32,7 @@ import os
 import numpy as np
 import torch
 
+from mibench.data.sources import shown_path
 from mibench.errors import MibenchError
 from mibench.tasks.base import check_mi_request, invert_monotone
 from mibench.tasks.catalogue import add_to_catalogue
@@ -157,12 +158,12 @@ def load_images(dataset: str, data_dir=None):
         from mibench.data.loaders import load_mnist
 
         images, labels, _ = load_mnist(where, "train")
-        source = f"full data ({where}/mnist, train split, md5 verified)"
+        source = f"full data ({shown_path(where)}/mnist, train split, md5 verified)"
     else:
         from mibench.data.loaders import load_cifar10
 
         images, labels, batches, _ = load_cifar10(where)
-        source = f"full data ({where}/cifar10, batches {', '.join(batches)})"
+        source = f"full data ({shown_path(where)}/cifar10, batches {', '.join(batches)})"
     return images, np.asarray(labels, dtype=np.int64), source, {"dataset": dataset, "md5": [r["md5"] for r in rows]}
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from mibench.data.sources import shown_path
 from mibench.errors import MibenchError
 from mibench.tasks.pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
 from mibench.tasks.registry import TASKS
@@ -69,7 +70,8 @@ def load_imdb_pool(data_dir=None, encoder=None, n_per_class=None, max_length=Non
     kind, where, rows = embedded.choose_source("imdb", data_dir)
     if kind == "full":
         emb, labels, meta = E.imdb_embeddings(where, encoder, n_per_class, split, max_length, progress=progress)
-        source = f"full data ({where}/imdb, {split} split, md5 verified); embeddings {meta.get('cache', '')}".rstrip()
+        cache = shown_path(meta["cache"]) if meta.get("cache") else ""
+        source = f"full data ({shown_path(where)}/imdb, {split} split, md5 verified); embeddings {cache}".rstrip()
         pool_ident = {"source": "full", "embedding_key": meta["key"]}
     else:
         part = embedded.provenance().get("parts", {}).get("imdb", {})

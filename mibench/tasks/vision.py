@@ -43,6 +43,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from mibench.data.sources import shown_path
 from mibench.errors import MibenchError
 from mibench.tasks.pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
 from mibench.tasks.registry import TASKS
@@ -144,7 +145,7 @@ def load_mnist_pool(data_dir=None, n_per_class=None, margin: float = 1.0, device
         images, labels, _ = load_mnist(where, "train")
         sel = np.flatnonzero(labels <= 1)
         images, labels = images[sel], labels[sel].astype(np.int64)
-        source = f"full data ({where}/mnist, train split, md5 verified)"
+        source = f"full data ({shown_path(where)}/mnist, train split, md5 verified)"
         ident = {"source": "full", "md5": [r["md5"] for r in rows]}
     else:
         z = embedded.load("mnist")
@@ -175,7 +176,8 @@ def load_backgrounds(data_dir=None, device="cpu"):
     kind, where, rows = embedded.choose_source("cifar10", data_dir)
     if kind == "full":
         images, _, batches, _ = load_cifar10(where)
-        info = {"data_source": f"full data ({where}/cifar10, batches {', '.join(batches)})", "checksums": rows}
+        info = {"data_source": f"full data ({shown_path(where)}/cifar10, batches {', '.join(batches)})",
+                "checksums": rows}
     else:
         images = embedded.load("cifar10")["images"]
         embedded.announce("cifar10", where)
