@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from mibench.cli.args import printing_result
 from mibench.errors import EXIT_OK, EXIT_REGRESSED
@@ -29,6 +30,10 @@ def _leaderboard_parser(sub) -> None:
                                           "without it the Markdown table goes to stdout")
     p.add_argument("--no-markdown", action="store_true", help="only the CSV (and the sidecar)")
     p.add_argument("--title", default="MI estimator leaderboard", help="Markdown title")
+    p.add_argument("--families", action="store_true",
+                   help="also write the reference views next to the CSV: the ranking per data family "
+                        "(families.csv / .md), the estimator x task heatmap of the error (heatmap.png), the "
+                        "outliers (outliers.csv) and how often each status was right (statuses.csv)")
     p.set_defaults(func=cmd_leaderboard)
 
 
@@ -44,6 +49,10 @@ def cmd_leaderboard(args) -> int:
         print(to_markdown(board, provenance(col, board, command_line()), args.title))
         return EXIT_OK
     paths = write_all(board, col, args.output, command=command_line(), markdown=not args.no_markdown)
+    if args.families:
+        from mibench.analysis.reference import estimate_rows, write_views
+
+        paths += write_views(board, Path(args.output).parent, rows=estimate_rows(col.runs))
     print(f"{len(board)} rows from {len(col.runs)} runs -> " + ", ".join(map(str, paths)))
     top = board[board["rank"] == 1].drop_duplicates(["task", "task_params", "critic", "layers", "hidden",
                                                      "batch_size", "steps", "schedule"])

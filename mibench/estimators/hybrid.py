@@ -37,7 +37,7 @@ from torch import nn
 from mibench.critics.mlp import mlp
 from mibench.errors import MibenchError
 from mibench.estimators.kinds import ESTIMATE
-from mibench.estimators.trained import HeldOutEstimator, TrainedSettings, load_best
+from mibench.estimators.trained import HeldOutEstimator, TrainedSettings, assess, load_best
 
 #: exponents above this are clamped while training (never in the readout), as in :mod:`mibench.estimators.flo`
 TRAIN_EXP_CAP = 40.0
@@ -123,7 +123,9 @@ class ResampledHybrid(HeldOutEstimator):
         with torch.no_grad():
             value, details = self.generative.readout(models, xte, yte)
             residual = self._residual(critic, proposal, xte, yte, seed)
-        self.record({**details, "residual_nwj": residual}, {**best, **critic_best}, (xtr, xva, xte), device)
+        self.status, reason = assess({**best, **critic_best}, value + residual)
+        self.record({**details, "residual_nwj": residual, **({"status_reason": reason} if reason else {})},
+                    {**best, **critic_best}, (xtr, xva, xte), device)
         return value + residual
 
     def _draws(self, proposal, x: torch.Tensor, m: int) -> torch.Tensor:

@@ -150,11 +150,43 @@ class Split:
 
 @dataclass(frozen=True)
 class Best:
-    """One network's best validation state: its loss, its weights and the step it was reached at."""
+    """One network's best validation state: its loss, its weights and the step it was reached at; and
+    the whole validation curve ((step, loss) per evaluation) of its training."""
 
     loss: float = math.inf
     state: dict | None = None
     step: int = 0
+    curve: tuple = ()
+
+
+#: a network is still improving when its validation loss fell, over the last quarter of the evaluations,
+#: by more than this share of its whole fall (and its best state is from that quarter)
+STILL_IMPROVING_SHARE = 0.1
+#: a readout on training pairs above the held-out one by more than max(this, ``OVERFIT_RELATIVE`` x the
+#: held-out value) nats shows models fitted to their training pairs
+OVERFIT_NATS, OVERFIT_RELATIVE = 0.1, 0.25
+
+
+def assess(best: dict, held_out: float, on_training: float | None = None) -> tuple[str, str]:
+    """(status, reason) of a trained estimate from its own diagnostics: ``still_improving`` (a network's
+    validation loss was still falling at the end of training: more steps may change the number),
+    ``overfit`` (the readout on training pairs far above the held-out one), else ``converged``."""
+    for key, b in best.items():
+        losses = [v for _, v in b.curve if math.isfinite(v)]
+        if len(losses) < 4 or not b.curve:
+            continue
+        quarter = int(0.75 * len(losses))
+        fall = losses[0] - min(losses)
+        late = losses[quarter] - min(losses[quarter:])
+        if fall > 0 and late > STILL_IMPROVING_SHARE * fall and b.step >= b.curve[quarter][0]:
+            return "still_improving", (f"{key}'s validation loss fell by {late:.3g} over the last quarter of training "
+                                       f"({late / fall:.0%} of its fall): pass more steps")
+    if on_training is not None and math.isfinite(on_training) and math.isfinite(held_out):
+        gap = on_training - held_out
+        if gap > max(OVERFIT_NATS, OVERFIT_RELATIVE * abs(held_out)):
+            return "overfit", (f"the readout on training pairs is {gap:.3g} nats above the held-out one: the models "
+                               "fitted their training pairs; more data or fewer steps may change the number")
+    return "converged", ""
 
 
 class HeldOutEstimator:
@@ -177,6 +209,8 @@ class HeldOutEstimator:
         self.n_parameters = 0
         self.last: dict = {}
         self.reduction = None
+        #: how far the last estimate can be trusted, from the estimator's own diagnostics (:func:`assess`)
+        self.status = ""
 
     # --- settings -------------------------------------------------------------------------------
 
@@ -310,7 +344,11 @@ class HeldOutEstimator:
         models, best = self.fit((xtr, ytr, xva, yva), device, seed)
         with torch.no_grad():
             value, details = self.readout(models, xte, yte)
-        self.record(details, best, (xtr, xva, xte), device)
+            k = min(xtr.shape[0], xte.shape[0])      # the same readout on as many training pairs
+            on_training, _ = self.readout(models, xtr[:k], ytr[:k])
+        self.status, reason = assess(best, value, on_training)
+        self.record({**details, "train_readout": on_training, **({"status_reason": reason} if reason else {})},
+                    best, (xtr, xva, xte), device)
         return value
 
     def record(self, details: dict, best: dict, xs: tuple, device) -> None:
@@ -335,6 +373,7 @@ class HeldOutEstimator:
             gen = torch.Generator(device=device).manual_seed(seed)
             batch = min(s.batch_size, xtr.shape[0])
             best = {k: Best() for k in models}
+            curves: dict = {k: [] for k in models}
             # the networks validated and kept: the weights themselves, or their moving average (``ema``)
             kept = {k: copy.deepcopy(m) for k, m in models.items()} if s.ema > 0 else models
             for step in range(1, s.steps + 1):
@@ -350,9 +389,10 @@ class HeldOutEstimator:
                     with torch.no_grad():
                         for key, model in kept.items():
                             v = float(loss(key, model, xva, yva).mean())
+                            curves[key].append((step, v))
                             if math.isfinite(v) and v < best[key].loss:
                                 best[key] = Best(v, copy.deepcopy(model.state_dict()), step)
-        return best
+        return {k: replace(b, curve=tuple(curves[k])) for k, b in best.items()}
 
 
 def _cuda(device) -> list:

@@ -282,6 +282,39 @@ def consistency_tables(paths, shown) -> list[dict]:
     return out
 
 
+FAMILY_COLUMNS = [("rank", "rank", True), ("estimator", "estimator", False), ("kind", "kind", False),
+                  ("bound", "bound", False), ("cells", "cells", True), ("failed_cells", "failed", True),
+                  ("mae_bits", "MAE (bits)", True), ("mean_bias_bits", "bias (bits)", True),
+                  ("seconds", "s / estimate", True)]
+
+
+def families_context(board, site: Path) -> dict | None:
+    """The per-family ranking, the heatmap and the outliers (:mod:`mibench.analysis.reference`) where the
+    sample-protocol rows span at least two data families; None otherwise."""
+    from mibench.analysis import reference
+
+    sample = board[board["protocol"] == "sample"] if "protocol" in board else board
+    if sample.empty:
+        return None
+    table = reference.family_table(sample)
+    if table["family"].nunique() < 2:
+        return None
+    (site / "figures").mkdir(parents=True, exist_ok=True)
+    reference.heatmap(sample, site / "figures" / "heatmap.png")
+    tables = []
+    for family in reference.FAMILIES:
+        g = table[table["family"] == family].sort_values("rank")
+        if g.empty:
+            continue
+        rows = [[{"text": fmt_number(r[k], integer=k in ("rank", "cells", "failed_cells")) if numeric else str(r[k]),
+                  "sort": sort_key(r[k]) if numeric else None} for k, _, numeric in FAMILY_COLUMNS]
+                for _, r in g.iterrows()]
+        tables.append({"family": family, "rows": rows})
+    return {"names": [t["family"] for t in tables], "heatmap": "figures/heatmap.png", "tables": tables,
+            "columns": [{"heading": h, "numeric": n} for _, h, n in FAMILY_COLUMNS],
+            "outliers": reference.outliers(sample).to_dict("records")}
+
+
 def build_context(results, site: Path, command: str, title: str, figures: bool = True) -> dict:
     from mibench._version import __version__
     from mibench.report.figures import metrics_figure, run_figures
@@ -308,6 +341,7 @@ def build_context(results, site: Path, command: str, title: str, figures: bool =
                         "loose_runs": [f"{shown}/config.json{_rerun_flags(cfg)}" for shown, cfg in src.runs
                                        if not any(shown.startswith(sw.rstrip("/") + "/") for sw, _ in src.manifests)]})
     return {"title": title, "version": __version__, "setups": setups, "sources": sources,
+            "families": families_context(results.board, site) if figures else None,
             "estimators": results.estimators, "command": command, "n_rows": len(results.board),
             "excluded": excluded_line(st for src in results.sources for _, st in src.incomplete)}
 

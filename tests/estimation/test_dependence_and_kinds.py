@@ -74,4 +74,5 @@ def test_black_box_estimators_run_through_estimate(pairs, estimator):
 def test_generative_estimator_runs_through_estimate(pairs):
     x, y = pairs
     res = mibench.estimate(x, y, estimator="doe-flow", units="nats")
-    assert res.status == "not_assessed" and math.isfinite(res.mi) and res.n_parameters > 0
+    # a trained estimator assesses itself (estimators.trained.assess)
+    assert res.status in ("converged", "still_improving", "overfit") and math.isfinite(res.mi) and res.n_parameters > 0

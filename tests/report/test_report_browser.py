@@ -139,3 +139,28 @@ def test_console_has_no_errors_and_a_screenshot_is_written(page, tmp_path):
     path.write_bytes(base64.b64decode(shot["data"]))
     assert path.stat().st_size > 10_000 and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     print(f"screenshot: {path}")
+
+
+def test_the_family_ranking_and_heatmap_render_and_sort(page):
+    """The results span several data families (Gaussian, images, text), so the page opens with the
+    per-family ranking: the heatmap loaded, one table per family with a row per estimator, sortable."""
+    from selenium.webdriver.common.by import By
+
+    driver, _, board = page
+    families = driver.execute_script(
+        "const s = document.getElementById('families'); if (!s) return null;"
+        "const img = s.querySelector('figure.heatmap img');"
+        "return [img.complete, img.naturalWidth, Array.from(s.querySelectorAll('h3')).map(h => h.textContent),"
+        "Array.from(s.querySelectorAll('table.family')).map(t => t.tBodies[0].rows.length)];")
+    assert families is not None, "no #families section"
+    complete, width, headings, rows = families
+    assert complete and width > 500
+    assert {"Gaussian", "images", "text"} <= set(headings)
+    sample = board[board["protocol"] == "sample"]
+    assert max(rows) == sample[sample["task"] == "gaussian"]["estimator"].nunique()
+    header = driver.find_element(By.CSS_SELECTOR, "#family-1 th:nth-child(7)")          # MAE (bits)
+    header.click()
+    mae = driver.execute_script("return Array.from(document.querySelectorAll('#family-1 tbody tr'))"
+                                ".map(r => r.cells[6].getAttribute('data-sort'));")
+    values = [_num(v) for v in mae]
+    assert values == sorted(values)

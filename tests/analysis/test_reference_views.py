@@ -1,0 +1,72 @@
+"""The reference table's views (mibench.analysis.reference): families, the per-family ranking, outliers,
+how often each status was right and the heatmap, on a small leaderboard built by hand."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from mibench.analysis import reference as R
+
+
+@pytest.mark.parametrize("task, families", [
+    ("multinormal-dense-5-5-0.5", (R.GAUSSIAN,)), ("multinormal-dense-50-50-0.5", (R.GAUSSIAN, R.HIGH_DIM)),
+    ("student-identity-3-3-2", (R.HEAVY,)), ("asinh-student-identity-5-5-2", (R.HEAVY,)),
+    ("half_cube-multinormal-sparse-25-25-2-2.0", (R.MARGINS, R.HIGH_DIM)), ("1v1-bimodal-0.75", (R.MARGINS,)),
+    ("spiral-normal_cdf-multinormal-sparse-3-3-2-2.0", (R.NONLINEAR,)), ("1v1-additive-0.1", (R.NONLINEAR,)),
+    ("swissroll_x-normal_cdf-1v1-normal-0.75", (R.NONLINEAR,)), ("mutinfo-gaussian2d-32x32", (R.IMAGES,)),
+    ("vision", (R.IMAGES,)), ("text", (R.TEXT,)), ("gaussian", (R.GAUSSIAN,)),
+])
+def test_families(task, families):
+    assert R.family_of(task) == families
+
+
+def board(rows):
+    base = {"task_params": "", "kind": "critic", "bound": "estimate", "bound_check": "", "n_seeds": 3,
+            "diverged_seeds": 0, "seconds": 1.0}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+def test_the_ranking_puts_failures_last_and_finds_outliers():
+    rows = []
+    for task in ("multinormal-dense-2-2-0.5", "multinormal-dense-3-3-0.5"):
+        rows += [{"task": task, "true_mi": 1.0, "estimator": "good", "mean_estimate": 1.02},
+                 {"task": task, "true_mi": 1.0, "estimator": "fair", "mean_estimate": 0.9},
+                 {"task": task, "true_mi": 1.0, "estimator": "mid", "mean_estimate": 0.85},
+                 {"task": task, "true_mi": 1.0, "estimator": "wild", "mean_estimate": 3.0},
+                 {"task": task, "true_mi": 1.0, "estimator": "broken", "mean_estimate": 1.0, "diverged_seeds": 1},
+                 {"task": task, "true_mi": 1.0, "estimator": "lb", "mean_estimate": 1.5, "bound": "lower bound",
+                  "bound_check": "above truth"}]
+    b = board(rows)
+    table = R.family_table(b)
+    order = table.sort_values("rank")["estimator"].tolist()
+    assert order[0] == "good" and order[-1] == "broken"
+    assert table.set_index("estimator").loc["good", "mae_bits"] == pytest.approx(0.02)
+    out = R.outliers(b)
+    whats = set(zip(out["estimator"], out["what"]))
+    assert ("wild", "far from its peers") in whats and ("broken", "failed") in whats
+    assert ("lb", "lower bound above truth") in whats and ("good", "far from its peers") not in whats
+    md = R.family_markdown(table)
+    assert md.startswith("### Gaussian") and "| 1 | good |" in md
+
+
+def test_status_accuracy_counts_right_and_wrong_claims():
+    rows = [{"status": "ok", "mi_status": "converged", "estimate": 1.01, "true_mi": 1.0},
+            {"status": "ok", "mi_status": "converged", "estimate": 2.0, "true_mi": 1.0},
+            {"status": "ok", "mi_status": "still_improving", "estimate": 0.5, "true_mi": 1.0},
+            {"status": "implausible", "mi_status": "failed_fit", "estimate": -30.0, "true_mi": 1.0},
+            {"status": "error", "mi_status": "", "estimate": math.nan, "true_mi": 1.0}]
+    t = R.status_accuracy(rows).set_index("status")
+    assert t.loc["converged", "estimates"] == 2 and t.loc["converged", "right"] == 1
+    assert t.loc["still_improving", "right"] == 1 and t.loc["failed_fit", "right"] == 1
+    assert t.loc["error", "claims"] == "warns"
+
+
+def test_the_views_are_written(tmp_path):
+    rows = [{"task": t, "true_mi": 1.0, "estimator": e, "mean_estimate": v}
+            for t in ("multinormal-dense-2-2-0.5", "student-identity-2-2-1") for e, v in (("a", 1.0), ("b", 0.7))]
+    paths = R.write_views(board(rows), tmp_path, rows=[])
+    names = {p.name for p in paths}
+    assert {"families.csv", "families.md", "outliers.csv", "heatmap.png", "statuses.csv"} <= names
+    assert (tmp_path / "heatmap.png").read_bytes()[:4] == b"\x89PNG"

@@ -1,0 +1,44 @@
+"""A trained estimator's status from its own diagnostics (mibench.estimators.trained.assess)."""
+from __future__ import annotations
+
+import numpy as np
+
+from mibench.estimators.trained import Best, assess
+
+
+def curve(losses, every=100):
+    return tuple((every * (i + 1), v) for i, v in enumerate(losses))
+
+
+def test_a_loss_still_falling_at_the_end_is_still_improving():
+    losses = [2.0, 1.8, 1.6, 1.4, 1.2, 1.0, 0.8, 0.6]          # last quarter: 0.2 of a 1.4 fall
+    best = {"flow": Best(0.6, {}, 800, curve(losses))}
+    status, reason = assess(best, 1.0, 1.0)
+    assert status == "still_improving" and "flow" in reason
+
+
+def test_a_plateau_is_converged_and_an_early_best_is_not_still_improving():
+    plateau = [2.0, 1.0, 0.8, 0.71, 0.70, 0.70, 0.699, 0.699]
+    assert assess({"flow": Best(0.699, {}, 800, curve(plateau))}, 1.0, 1.05)[0] == "converged"
+    rising = [2.0, 1.0, 0.8, 0.7, 0.75, 0.8, 0.85, 0.9]        # best at step 400, then overfitting
+    assert assess({"flow": Best(0.7, {}, 400, curve(rising))}, 1.0, 1.0)[0] == "converged"
+
+
+def test_a_training_readout_far_above_the_held_out_one_is_overfit():
+    flat = curve([1.0, 0.9, 0.9, 0.9, 0.9])
+    assert assess({"flow": Best(0.9, {}, 200, flat)}, 1.0, 1.6)[0] == "overfit"
+    assert assess({"flow": Best(0.9, {}, 200, flat)}, 1.0, 1.2)[0] == "converged"      # within 25%
+    assert assess({"flow": Best(0.9, {}, 200, flat)}, 1.0, float("nan"))[0] == "converged"
+
+
+def test_an_estimator_reports_its_status_and_training_readout():
+    from mibench.estimators import ESTIMATORS
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((600, 2))
+    y = x + rng.standard_normal((600, 2))
+    est = ESTIMATORS.get("doe-flow").obj(steps=40, eval_every=10)
+    est.estimate(x, y, seed=0)
+    assert est.status in ("converged", "still_improving", "overfit")
+    assert np.isfinite(est.last["train_readout"])
+    assert est.status != "still_improving" or "status_reason" in est.last
