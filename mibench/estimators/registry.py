@@ -186,9 +186,9 @@ def _family_in(module: str, cls_name: str, **options) -> ClassFactory:
     return ClassFactory(f"mibench.estimators.generative.{module}:{cls_name}", options=options)
 
 
-ESTIMATORS.add("ba", "generative: Barber-Agakov lower bound H(Y) + E[log q(y|x)], q a conditional flow, H(Y) the "
-               "Gaussian entropy of Y's covariance (exact for Gaussian Y, else an upper bound on H(Y)) (sample "
-               "protocol)",
+ESTIMATORS.add("ba", "generative: Barber-Agakov H(Y) + E[log q(y|x)], q a conditional flow, H(Y) the Gaussian "
+               "entropy of Y's covariance: a lower bound only where Y is Gaussian after the normal scores (any "
+               "1-d Y), else an estimate that may exceed the truth (sample protocol)",
                _family("BarberAgakovFlow"))
 ESTIMATORS.add("gm-flow", "generative: H(X) + H(Y) - H(X, Y) with three normalising flows, held-out (sample protocol)",
                _family("GMFlow"), aliases=("gm",))

@@ -50,6 +50,7 @@ SD_FLOOR = 0.01
 STEPS = {"ba": 300, "gm-flow": 300, "club": 300, "l1out": 300, "flo": 400, "mienf": 400, "mienf-tridiag": 400,
          "minde-c": 400, "minde-j": 400, "fmmi-c": 400, "fmmi-j": 400, "hybrid-resampled": 300}
 CRITIC = ("nishiyama", "jsd-kl")
+# below the truth on the Gaussian cases (ba: its Gaussian H(Y) is exact there, so it is a lower bound there)
 LOWER = ("ba", "flo", "nishiyama", "jsd-kl")
 CASES = {   # label: (task, requested bits)
     "gauss-1": ("gauss-dense-3x3", 1.0), "gauss-2": ("gauss-dense-3x3", 2.0), "gauss-4": ("gauss-dense-3x3", 4.0),

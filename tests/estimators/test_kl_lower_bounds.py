@@ -98,7 +98,7 @@ def test_registry_declares_what_each_number_is():
     assert estimator_bound("nishiyama") == "lower bound" and estimator_bound("jsd-kl") == "lower bound"
     assert estimator_bound("smile-5") == "estimate" and estimator_bound("smile-inf") == "lower bound"
     assert estimator_bound("club") == "upper bound" and estimator_bound("l1out") == "upper bound"
-    assert estimator_bound("ba") == "lower bound" and estimator_bound("flo") == "lower bound"
+    assert estimator_bound("ba") == "estimate" and estimator_bound("flo") == "lower bound"   # ba: see family.py
     assert estimator_bound("gm-flow") == "estimate" and estimator_bound("doe-flow") == "estimate"
     # jsd-kl reads the critic every JS-trained estimator shares; nishiyama trains its own
     assert training_groups(["js", "jsd-kl", "nishiyama"]) == {"js-fgan": [0, 1], "nishiyama": [2]}
