@@ -72,3 +72,45 @@ def test_env_and_explicit_baselines_still_override(no_checkout, monkeypatch, tmp
     assert baselines.baseline_dir() == tmp_path / "mine"
     with pytest.raises(MibenchError, match="no baseline runs found"):
         mibench.evaluate(lambda x, y: 0.0, "quick", baselines=tmp_path / "empty", progress=False)
+
+
+REFERENCE_RUNS = REPO / "results" / "reference" / "sweep"
+
+
+def test_packaged_reference_matches_the_committed_reference_runs():
+    """The reference table's packaged copy (the bmi and reference suites' baselines from a wheel) holds
+    exactly its committed complete cells (regenerate with `python scripts/export_sample_baselines.py --set
+    reference` after committing cells)."""
+    import gzip
+
+    if not REFERENCE_RUNS.is_dir() or not any(REFERENCE_RUNS.rglob("config.json")):
+        pytest.skip("results/reference/sweep not committed")
+    packaged = json.loads(gzip.decompress(baselines.REFERENCE.packaged.read_bytes()))
+    assert packaged == json.loads(baselines.dumps(baselines.export(REFERENCE_RUNS))), \
+        "stale: run `python scripts/export_sample_baselines.py --set reference`"
+
+
+def test_the_bmi_suite_ranks_against_the_packaged_reference_without_a_checkout(monkeypatch, tmp_path, capsys):
+    import mibench
+    from mibench.analysis.evaluate import baseline_dir, suite_setups
+
+    monkeypatch.setattr(baselines, "REFERENCE", baselines.BaselineSet(
+        "reference", tmp_path / "no-checkout", baselines.REFERENCE.packaged, "MIBENCH_REFERENCE_BASELINES"))
+    monkeypatch.delenv("MIBENCH_REFERENCE_BASELINES", raising=False)
+    monkeypatch.setattr(baselines, "_materialized", {})
+    base = baseline_dir("bmi")
+    assert base.name == "reference" and list(base.rglob("sample_estimates.csv"))
+    assert len(suite_setups("bmi")) == 40
+
+    def correlation(x, y):                          # the Gaussian closed form of the first coordinates
+        import numpy as np
+
+        c = np.corrcoef(x[:, 0], y[:, 0])[0, 1]
+        return -0.5 * np.log(1 - c ** 2)
+
+    board = mibench.evaluate(correlation, "bmi", timeout=None, progress=False, seeds=[0])
+    me = f"{correlation.__module__}.correlation"
+    assert board[board["estimator"] == me]["task"].nunique() == 40
+    ranked = set(board[board["estimator"] != me]["task"])     # the tasks the committed cells cover
+    assert ranked and ranked <= set(board["task"])
+    assert f"{me} ranks" in capsys.readouterr().out

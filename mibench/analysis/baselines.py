@@ -14,10 +14,12 @@ Regenerate after re-running the sample leaderboard (a test checks that the two a
 from __future__ import annotations
 
 import atexit
+import gzip
 import json
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from mibench.errors import MibenchError
@@ -27,6 +29,25 @@ PACKAGED = Path(__file__).resolve().parent / "packaged" / "sample_leaderboard.js
 #: the committed sample leaderboard of a checkout (absent in an installed wheel)
 CHECKOUT = Path(__file__).resolve().parents[2] / "results" / "sample_leaderboard"
 FORMAT = 1
+
+
+@dataclass(frozen=True)
+class BaselineSet:
+    """One set of committed baseline runs: the checkout's directory, its compact copy in the package
+    (``.json`` or gzip-compressed ``.json.gz``) and the environment variable that overrides both."""
+
+    name: str
+    checkout: Path
+    packaged: Path
+    env: str
+
+
+#: the sample leaderboard (``mibench.evaluate``'s ``quick`` and ``paper`` suites)
+SAMPLE = BaselineSet("sample_leaderboard", CHECKOUT, PACKAGED, "MIBENCH_SAMPLE_BASELINES")
+#: the reference table (the ``bmi`` and ``reference`` suites): its sweep's complete cells
+REFERENCE = BaselineSet("reference", Path(__file__).resolve().parents[2] / "results" / "reference" / "sweep",
+                        Path(__file__).resolve().parent / "packaged" / "reference.json.gz",
+                        "MIBENCH_REFERENCE_BASELINES")
 
 _materialized: dict[Path, Path] = {}
 
@@ -60,7 +81,9 @@ def export(src) -> dict:
         raise MibenchError(f"no complete sample-protocol run directories under {src}")
     meta_path = src / "leaderboard.meta.json"
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
-    return {"format": FORMAT, "source": "results/sample_leaderboard",
+    repo = Path(__file__).resolve().parents[2]
+    source = src.resolve().relative_to(repo).as_posix() if src.resolve().is_relative_to(repo) else src.name
+    return {"format": FORMAT, "source": source,
             "command": meta.get("command"), "generated": meta.get("generated"), "runs": runs}
 
 
@@ -73,7 +96,11 @@ def write_packaged(src=CHECKOUT, dest=PACKAGED) -> Path:
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".tmp")
-    tmp.write_text(dumps(export(src)))
+    text = dumps(export(src))
+    if dest.suffix == ".gz":
+        tmp.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))     # mtime 0: the same runs, the same bytes
+    else:
+        tmp.write_text(text)
     os.replace(tmp, dest)
     return dest
 
@@ -82,7 +109,8 @@ def load_packaged(path=PACKAGED) -> dict:
     path = Path(path)
     if not path.is_file():
         raise MibenchError(f"the packaged baselines {path} are missing (a broken install?); pass baselines=DIR")
-    data = json.loads(path.read_text())
+    raw = gzip.decompress(path.read_bytes()).decode("utf-8") if path.suffix == ".gz" else path.read_text()
+    data = json.loads(raw)
     if data.get("format") != FORMAT:
         raise MibenchError(f"{path}: baseline format {data.get('format')!r}, expected {FORMAT}")
     return data
@@ -104,16 +132,18 @@ def materialize(dest, path=PACKAGED) -> Path:
     return dest
 
 
-def baseline_dir() -> Path:
-    """Where the baselines are read from: ``$MIBENCH_SAMPLE_BASELINES``, else the checkout's
-    ``results/sample_leaderboard`` when it holds runs, else the packaged copy written into a
-    temporary directory (once per process, removed at exit)."""
-    env = os.environ.get("MIBENCH_SAMPLE_BASELINES")
+def baseline_dir(which: BaselineSet | None = None) -> Path:
+    """Where a set of baselines (default: the sample leaderboard) is read from: its environment variable
+    (``$MIBENCH_SAMPLE_BASELINES``), else the checkout's directory (``results/sample_leaderboard``) when it
+    holds runs, else the packaged copy written into a temporary directory (once per process, removed at
+    exit)."""
+    which = which or BaselineSet(SAMPLE.name, CHECKOUT, PACKAGED, SAMPLE.env)     # module attributes, patchable
+    env = os.environ.get(which.env)
     if env:
         return Path(env)
-    if _has_runs(CHECKOUT):
-        return CHECKOUT
-    return packaged_dir()
+    if _has_runs(which.checkout):
+        return which.checkout
+    return packaged_dir(which.packaged)
 
 
 def packaged_dir(path=PACKAGED) -> Path:
@@ -122,5 +152,5 @@ def packaged_dir(path=PACKAGED) -> Path:
     if path not in _materialized or not _has_runs(_materialized[path]):
         tmp = Path(tempfile.mkdtemp(prefix="mibench-baselines-"))
         atexit.register(shutil.rmtree, tmp, ignore_errors=True)
-        _materialized[path] = materialize(tmp / "sample_leaderboard", path)
+        _materialized[path] = materialize(tmp / path.name.split(".")[0], path)
     return _materialized[path]

@@ -15,7 +15,10 @@ defined in a script, notebook or ``python -c``), so that a class called ``CCA`` 
 called ``gaussian`` never collides with a built-in estimator or alias.
 
 Suites (see :data:`SUITES`): ``quick`` = the Gaussian setup (about a minute for a fast estimator);
-``paper`` = Gaussian, vision and text.
+``paper`` = Gaussian, vision and text (both ranked against the sample leaderboard); ``bmi`` = BMI v1's 40
+tasks at BMI's n = 5,000 and ``reference`` = the whole reference table (BMI, the sample leaderboard's
+setups, mutinfo's images and MNIST channel), ranked against the reference table's runs
+(``results/reference/sweep``, or their packaged copy; docs/reference-table.md).
 """
 from __future__ import annotations
 
@@ -34,15 +37,38 @@ SETUPS = {
 #: common to every setup: pairs per dataset, seeds, and the settings of critic-bound estimators
 #: (mibench.estimate with its defaults: joint critic, data-sized width / batch / steps)
 COMMON = {"n": 10_000, "seeds": [0, 1, 2], "critic": "joint", "estimate_kwargs": {}}
-SUITES = {"quick": ["gaussian"], "paper": ["gaussian", "vision", "text"]}
+SUITES = {"quick": ["gaussian"], "paper": ["gaussian", "vision", "text"], "bmi": "the reference table's BMI part",
+          "reference": "the whole reference table"}
 
 
-def baseline_dir() -> Path:
-    """$MIBENCH_SAMPLE_BASELINES, else ``results/sample_leaderboard`` of the mibench checkout, else
-    the baselines shipped in the package (see :func:`mibench.analysis.baselines.baseline_dir`)."""
+def baseline_dir(suite: str = "quick") -> Path:
+    """Where ``suite``'s baselines are read from: the quick and paper suites' ($MIBENCH_SAMPLE_BASELINES,
+    else ``results/sample_leaderboard`` of the checkout, else the copy shipped in the package), the bmi and
+    reference suites' ($MIBENCH_REFERENCE_BASELINES, else ``results/reference/sweep``, else its packaged
+    copy); :func:`mibench.analysis.baselines.baseline_dir`."""
+    from mibench.analysis.baselines import REFERENCE
     from mibench.analysis.baselines import baseline_dir as _baseline_dir
 
-    return _baseline_dir()
+    return _baseline_dir(REFERENCE) if suite in ("bmi", "reference") else _baseline_dir()
+
+
+def suite_setups(suite: str) -> list[dict]:
+    """The setups of a suite, each {name, task, task_params, mi (levels, bits), n, seeds}: the sample
+    leaderboard's (:data:`SETUPS`, :data:`COMMON`) or the reference table's (its sweep preset)."""
+    if suite in ("quick", "paper"):
+        return [{"name": s, **SETUPS[s], "n": COMMON["n"], "seeds": COMMON["seeds"]} for s in SUITES[suite]]
+    from mibench.sweep.presets import preset_dict
+
+    out = []
+    for t in preset_dict("reference", "full")["tasks"]:
+        if suite == "bmi" and t.get("n") != 5000:
+            continue
+        levels = t["mi"][0] if isinstance(t["mi"], list) and isinstance(t["mi"][0], list) else t["mi"]
+        params = dict(t.get("params", {}))
+        name = t["task"] + "".join(f"-{k}-{v}" for k, v in params.items())
+        out.append({"name": name, "task": t["task"], "task_params": params,
+                    "mi": list(levels) if isinstance(levels, list) else [levels], "n": t["n"], "seeds": [0, 1, 2]})
+    return out
 
 
 #: module qualifier of names derived from objects defined in a script, notebook or ``python -c``
@@ -71,7 +97,8 @@ def evaluate(my_estimator, suite: str = "quick", *, name: str | None = None, bas
     my_estimator : a registered name or ``package.module:Name``, a sample estimator object / class
         (``kind``, ``estimate(x, y, *, seed=0) -> nats``, ``n_parameters``) or a function
         ``f(x, y) -> nats``.
-    suite : ``"quick"`` (the Gaussian setup) or ``"paper"`` (Gaussian, vision, text); :data:`SUITES`.
+    suite : ``"quick"`` (the Gaussian setup), ``"paper"`` (Gaussian, vision, text), ``"bmi"`` (BMI v1's 40
+        tasks) or ``"reference"`` (the whole reference table); :data:`SUITES`.
     name : the name in the leaderboard (default: the object's ``name``, else ``module.Name``).
     baselines : a directory of baseline runs (default :func:`baseline_dir`).
     out : where the run directories go (default a temporary directory); running again into the same
@@ -98,19 +125,19 @@ def evaluate(my_estimator, suite: str = "quick", *, name: str | None = None, bas
         est_name = ESTIMATORS.get(my_estimator).name
     else:
         est_name = register_estimator(name or _name_of(my_estimator), my_estimator, replace=True)
-    base = Path(baselines) if baselines is not None else baseline_dir()
+    base = Path(baselines) if baselines is not None else baseline_dir(suite)
     if not base.is_dir() or not find_run_dirs([base])[0]:
+        env = "MIBENCH_REFERENCE_BASELINES" if suite in ("bmi", "reference") else "MIBENCH_SAMPLE_BASELINES"
         raise MibenchError(f"no baseline runs found under {base}: pass baselines=DIR (a directory of sample-protocol "
-                           "runs) or set MIBENCH_SAMPLE_BASELINES")
+                           f"runs) or set {env}")
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="mibench-evaluate-"))
     run_dirs = []
-    for setup in SUITES[suite]:
-        s = SETUPS[setup]
+    for s in suite_setups(suite):
         cfg = SampleConfig(task=s["task"], task_params=dict(s["task_params"]), estimators=[est_name],
-                           mi=s["mi"] if len(s["mi"]) > 1 else s["mi"][0], n=COMMON["n"], critic=COMMON["critic"],
+                           mi=s["mi"] if len(s["mi"]) > 1 else s["mi"][0], n=s["n"], critic=COMMON["critic"],
                            estimate_kwargs=dict(COMMON["estimate_kwargs"]),
-                           seeds=list(seeds) if seeds is not None else COMMON["seeds"], timeout=timeout, device="cpu")
-        d = out_dir / f"{setup}_{est_name.replace(':', '-').replace('/', '-')}"
+                           seeds=list(seeds) if seeds is not None else s["seeds"], timeout=timeout, device="cpu")
+        d = out_dir / f"{s['name']}_{est_name.replace(':', '-').replace('/', '-')}"
         prepared = prepare(cfg)
         c = claim(d, prepared.config_dict(), resume=True)   # the same run again: kept or continued
         if c.mode != "complete":
