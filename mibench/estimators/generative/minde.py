@@ -182,8 +182,8 @@ class MINDE(HeldOutEstimator):
         model = models["denoiser"]
         gen = torch.Generator(device=x.device).manual_seed(1)
         # nodes evenly spaced in phi(t), where the weight beta / (2 s^2) dt is d phi / 2: evenly spaced
-        # in log s_t^2 with a trapezoid in t, 64 nodes over-read minde-c by 0.5 bit at 4 bits (the
-        # paper's §3 integral; module docstring)
+        # in log s_t^2 with a trapezoid in t, 64 nodes over-read minde-c (the paper's §3 integral; module
+        # docstring; docs/estimators.md, MINDE)
         phi, ts = readout_nodes(self.readout_times)
         vals = torch.stack([self._integrand(model, x, y, float(t), gen).double().mean() for t in ts])
         value = float(torch.trapezoid(vals, phi))
