@@ -29,7 +29,7 @@ phi(t) = log(exp(int_0^t beta) - 1) on [T_MIN, 1] (:func:`readout_nodes`): d phi
 the integral is 1/2 int E||eps_hat_p - eps_hat_q||^2 d phi, a smooth integrand in phi (the change of
 variables behind the paper's importance-sampled Monte Carlo over t), each point averaged over the
 held-out pairs with fresh noise.  Why these choices (the comparison with the authors' code):
-docs/estimators.md, "The newer estimators against the truth and against their references".
+docs/estimators.md, "The newer estimators: against the truth and against their references".
 """
 from __future__ import annotations
 
