@@ -266,7 +266,8 @@ def _seaborn():
 def metric_scale(values, metric: str, flatten: float = 20.0) -> tuple[str, dict]:
     """The y scale of a metric panel: ``("linear", {})`` unless one value would flatten the
     others, i.e. the largest magnitude is more than ``flatten`` times the 75th percentile of the
-    magnitudes (Table 3's Gaussian DV: variance 2.5e7 bits² next to 0.1-2 for the rest).  Then
+    magnitudes (in the paper's Table-3 grid DV's variance on the Gaussian task dwarfs every other
+    value: results/table3/leaderboard.md).  Then
     variance / MSE / |bias| (never negative) get ``("log", {})`` and bias (signed) gets
     ``("symlog", {"linthresh": t})`` with ``t`` the power of ten at or above that percentile,
     so the usual values stay on a linear scale and the outliers are compressed."""

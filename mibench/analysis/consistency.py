@@ -16,7 +16,7 @@ Per dataset, critic and estimator, over seeds:
 An estimate that diverged (NaN) leaves its seed out of that mean; a ratio over a baseline of 0 is
 left out too.  The ``exact`` row is the truth where it is known (the pool entropy of the masked
 images for noise 0, the closed form for the Gaussian analogue; :meth:`SelfConsistencyTask.truth_bits`):
-it passes every test by construction and shows the scale the estimators are measured against.
+it passes every test by construction and shows the scale the estimators are judged against.
 """
 from __future__ import annotations
 

@@ -3,29 +3,25 @@ hands them over, and each side is viewed as a ``C x H x W`` image inside the cri
 
 Each side has a small CNN encoder (:class:`ConvEncoder`): a 4 x 4, stride-4 patch stem for images of
 16 pixels a side or more, then 3 x 3 stride-2 convolutions of :data:`CHANNELS` channels until the
-shorter side is at most :data:`MIN_SIDE` pixels (64 x 64: 16, 8, 4; 28 x 28: 7, 4; 32 x 32: 8, 4),
-ReLU after each, then one linear layer with ReLU to ``hidden`` features.  No batch normalisation, so
-a score depends on its own pair only (the score matrix of a batch is the scores of its pairs).
-Two heads:
+shorter side is at most :data:`MIN_SIDE` pixels, ReLU after each, then one linear layer with ReLU to
+``hidden`` features.  No batch normalisation, so a score depends on its own pair only (the score
+matrix of a batch is the scores of its pairs).  Two heads:
 
 ``conv``        f(x)^T g(y): each encoder followed by a linear layer to ``embed`` dimensions (the
                 separable form: the encoders run once per image, K + K images, and the K x K scores
                 are one matrix product).
 ``conv-joint``  the joint head: an MLP on the concatenated features [f(x_i), g(y_j)] for all K^2
-                pairs (``layers`` hidden layers of ``hidden``), evaluated as the joint MLP critic does
-                (:class:`mibench.critics.mlp.JointCritic`: the first layer split, so only the head
-                sees the K^2 pairs).
+                pairs, evaluated as :class:`mibench.critics.mlp.JointCritic` is (first layer split).
 
-On vision 64 x 64 (benchmarks/bench_conv_critic.py, 300 steps per level at 2, 4, 6 bits, seeds
-0-2) the separable form took 0.098 s per step against the joint MLP critic's 0.176 (1.8x faster)
-with a smaller bias at every level for SMILE-5, JS and InfoNCE (SMILE-5 at 6 bits: -0.56 vs -0.91
-bits); the joint head took 0.200 s and did not pay at that budget, so ``conv`` is the separable form.
+``conv`` is the separable form because on vision 64 x 64 it was both faster per step and less biased
+than the joint MLP critic, while the joint head cost more and did not pay at a CPU-sized budget
+(docs/self-consistency.md, "conv vs the joint MLP on vision 64×64").
 
 The image shape comes from the task (:func:`mibench.tasks.shapes.image_shapes`) where there is one;
-otherwise (``mibench.estimate`` on flattened arrays) it is read off the dimension
-(:func:`infer_image_shape`: C x s x s with C = 1, 3, 2, 6 or 4, first that fits, s >= 4), or given in
-the name: ``conv-1x28x28`` / ``conv-joint-3x32x32`` (both sides).  A side without an image
-shape (e.g. the text side of the image-text task) gets an MLP encoder to the same features.
+otherwise it is read off the dimension (:func:`infer_image_shape`: C x s x s with C = 1, 3, 2, 6 or
+4, first that fits, s >= 4), or given in the name: ``conv-1x28x28`` / ``conv-joint-3x32x32``.  A
+side without an image shape (the text side of the image-text task) gets an MLP encoder to the same
+features.  Shapes, costs and results: docs/self-consistency.md, "The conv critic".
 """
 from __future__ import annotations
 
@@ -104,9 +100,9 @@ def resolve_shapes(dim_x: int, dim_y: int, shapes=None) -> tuple:
 
 def he_init(module: nn.Module) -> None:
     """He (Kaiming) uniform weights for ReLU layers and zero biases: the encoder's activations keep
-    their scale through its layers.  (PyTorch's default init shrinks them by about sqrt(3) per layer;
-    with it, an InfoNCE conv critic on vision 64 x 64 stayed at 0 bits for 600 steps in one seed and
-    reached 1.5 bits in 300 steps in another, against 2.7 bits with this init.)"""
+    their scale through its layers.  (PyTorch's default init shrinks them by about sqrt(3) per layer,
+    and with it a conv critic can stay at 0 bits for hundreds of steps: docs/self-consistency.md,
+    "The conv critic".)"""
     for m in module.modules():
         if isinstance(m, (nn.Conv2d, nn.Linear)):
             nn.init.kaiming_uniform_(m.weight, nonlinearity="relu")

@@ -73,10 +73,11 @@ _STRIDED_MM: bool | None = None
 def strided_mm_is_fp32() -> bool:
     """Whether aten's oneDNN matmul route (taken when ``mkldnn.matmul.fp32_precision`` allows
     bf16) computes in full fp32 on this CPU.  That route reads transposed operands in place, while
-    ``_linear_pointwise`` first copies them (whole training step 1.07x faster; bench_step_parts.py).
-    oneDNN only down-converts where it has bf16 matmul kernels for fp32 data (AMX); this probe
-    checks the actual numerics at the critic's shape and the route is used only if they are fp32's
-    (error ~1e-4 here vs ~0.7 for bf16 inputs).  ``MIBENCH_KERNELS=onednn-copy`` disables it."""
+    ``_linear_pointwise`` first copies them, which costs time every step.  oneDNN only down-converts
+    where it has bf16 matmul kernels for fp32 data (AMX); this probe checks the actual numerics at the
+    critic's shape, whose error is far smaller in fp32 than for bf16 inputs, and the route is used only
+    if they are fp32's (what the route buys: benchmarks/README.md, "Performance").
+    ``MIBENCH_KERNELS=onednn-copy`` disables it."""
     global _STRIDED_MM
     if _STRIDED_MM is None:
         _STRIDED_MM = False
@@ -132,8 +133,8 @@ from mibench.utils.allocator import allocator_setting, tune_cpu_allocator  # noq
 
 def make_adam(params, lr: float) -> torch.optim.Optimizer:
     """Adam with the fused (single-kernel) update where this torch build has one for these
-    tensors: the same update rule, ~3x less time than the per-parameter loop on CPU (0.28 vs
-    0.72 ms per step at d = 784, 1.6 vs 4.7 ms at text's d = 3840; bench_step_parts.py section 1)."""
+    tensors: the same update rule in a fraction of the per-parameter loop's time on CPU
+    (benchmarks/README.md, "Performance")."""
     params = list(params)
     try:
         return torch.optim.Adam(params, lr=lr, fused=True)

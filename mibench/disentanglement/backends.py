@@ -6,13 +6,11 @@ set of factors (n, p) and z_S is a set of code dimensions (n, m) or a
 
     backend.mi(y, z_S, discrete_y=...) -> float
 
-=====================  ==========================================================================
 ``histogram``          plug-in MI on equal-width bins (disentanglement_lib: 20 bins per variable;
                        ``histogram-<bins>`` for another count).  One-dimensional y and z only.
 ``ksg``                Kraskov, Stögbauer & Grassberger (2004) estimator 1, multivariate, max-norm,
-                       k = 3 (``ksg-<k>``); above :data:`KSG_BRUTE_ABOVE` joint dimensions
-                       Euclidean marginal norms by blocked GEMM (:func:`ksg_mi_continuous`); for a
-                       discrete y, Ross (2014)'s k-NN variant.
+                       k = 3 (``ksg-<k>``; :func:`ksg_mi_continuous`); for a discrete y, Ross
+                       (2014)'s k-NN variant.
 ``gaussian``           ½ log det Σ_y + ½ log det Σ_z − ½ log det Σ_(y,z) on sample covariances;
                        exact for jointly Gaussian data, the linear (canonical-correlation) part of
                        the information otherwise.  A discrete y is one-hot encoded.
@@ -20,11 +18,10 @@ set of factors (n, p) and z_S is a set of code dimensions (n, m) or a
                        p(z|x) (see :mod:`~mibench.disentanglement.posterior`).
 ``neural:<est>[:<critic>]``  ``mibench.estimate`` (any estimator / critic of the benchmark) trained
                        on the samples; held-out estimate.
-=====================  ==========================================================================
 
 A back-end that cannot handle a case raises :class:`BackendUnsupported` (a
 :class:`~mibench.errors.MibenchError`); ``mibench validate`` reports such cases as *unsupported*
-instead of a number.
+instead of a number.  How accurate each back-end is: docs/disentanglement.md.
 """
 from __future__ import annotations
 
@@ -86,8 +83,8 @@ MI_BACKENDS: Registry = Registry("MI back-end")
 
 #: Training settings for ``neural:<estimator>`` back-ends: the benchmark's batch of 64, 1000 steps.
 #: A back-end is trained once per factor and code subset (K·L + K·L + K + L times for the PID
-#: bounds), about 10 s each with the separable critic and 100 s with the joint one on a busy 2-core
-#: CPU; change them here or build a back-end with :func:`neural_backend`.
+#: bounds), so these settings set the cost (docs/disentanglement.md); change them here or build a
+#: back-end with :func:`neural_backend`.
 NEURAL_DEFAULTS = {"steps": 1000, "batch_size": 64, "seed": 0}
 
 

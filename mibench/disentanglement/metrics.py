@@ -10,25 +10,19 @@ scores lie in [0, 1]; for a continuous factor the differential entropy does not 
 (Tokui & Sato, §5.1: "dividing by it does not normalize the score when y_k is continuous") and the
 summand is left **unnormalised, in nats**.
 
-Metrics (names as in :data:`MI_METRICS`):
+Metrics (names as in :data:`MI_METRICS`; each formula and its citation on its function):
 
 * ``mig`` — Chen et al. (2018); Tokui eq. 3.
-* ``unibound`` (= ``u_lower``) — Tokui eq. 6: mean_k max_l [I(y_k;z_l) − I(y_k;z_∖l)]₊ / H(y_k).
-* the six bounds of Tokui eq. 7, aggregated like UniBound (max over l, normalise, mean over k;
-  Tokui §5.2): ``u_lower``, ``u_upper`` (eq. 7 as printed: I(y_k;z_l) − [II]₊), ``r_lower``,
-  ``r_upper``, ``c_lower``, ``c_upper``, where II = I(y_k;z_l) + I(y_k;z_∖l) − I(y_k;z) is the
-  interaction information.  Also ``u_upper_unclipped`` = I(y_k;z_l) − II = I(y_k;z) − I(y_k;z_∖l):
-  **this is the unique-information upper bound of Tokui's Table 1 and §5.1** (it stays at
-  ½ log(1 + 1/σ²) under the synergy attack).  Both are valid upper bounds; the clipped eq.-7 form
-  is never larger (u_upper = min of the two), and it falls with α under the synergy attack.
-* ``dcimig`` — Sepliarskaia et al. §4.1: Σ_j D_j / Σ_j H(y_j) (continuous factors contribute 1 nat
-  to the denominator instead of H, i.e. the mean D_j in nats when all factors are continuous).
+* ``unibound`` (= ``u_lower``) — Tokui eq. 6.
+* the six bounds of Tokui eq. 7, aggregated like UniBound (Tokui §5.2): ``u_lower``, ``u_upper``
+  (eq. 7 as printed), ``r_lower``, ``r_upper``, ``c_lower``, ``c_upper``, and
+  ``u_upper_unclipped``, the unique-information upper bound of Tokui's Table 1 (:func:`pid_terms`).
+* ``dcimig`` — Sepliarskaia et al. §4.1.
 * ``minimality_mi`` / ``sufficiency_mi`` — Almudévar et al. (ICLR) eqs. 5–8 with MI from the
-  back-end: m_ij = I(z_j; y_i) / I(z_j; x), s_ij = I(y_i; z_j) / I(y_i; x).  Without ``x`` the data
-  are taken to carry exactly the factors' information (no nuisances, x ≡ y), so I(z_j; x) = I(z_j; y)
-  (which makes m_ij the factors-invariance ratio of their eq. 49); I(y_i; x) = H(y_i) for a
-  discrete factor and is infinite (the metric undefined) for a continuous one.
+  back-end (without ``x`` the data are taken to carry exactly the factors' information, x ≡ y).
 * ``ridgeway_modularity`` — Ridgeway & Mozer (2018), on the MI matrix (disentanglement_lib's form).
+
+Which metric means what, and the two forms of the unique upper bound: docs/disentanglement.md.
 """
 from __future__ import annotations
 
@@ -176,7 +170,13 @@ def mig_from_table(t: InfoTable) -> float:
 
 
 def pid_terms(t: InfoTable) -> dict[str, np.ndarray]:
-    """The per-(k, l) bounds of Tokui eq. 7 plus the unclipped unique upper bound (K × L each)."""
+    """The per-(k, l) bounds of Tokui eq. 7 plus the unclipped unique upper bound (K × L each).
+
+    II = I(y_k;z_l) + I(y_k;z_∖l) − I(y_k;z) is the interaction information; ``u_upper`` is eq. 7 as
+    printed, I(y_k;z_l) − [II]₊, and ``u_upper_unclipped`` = I(y_k;z_l) − II = I(y_k;z) − I(y_k;z_∖l) is
+    the unique-information upper bound of Tokui's Table 1 and §5.1 (it stays at ½ log(1 + 1/σ²) under
+    the synergy attack).  Both are valid upper bounds; the clipped form is never larger (u_upper = min
+    of the two), and it falls with α under the synergy attack."""
     t.need("rest", "full")
     i_l, i_rest, i_all = t.pair, t.rest, t.full[:, None]
     ii = i_l + i_rest - i_all  # interaction information I(y_k; z_l; z_∖l)
@@ -204,7 +204,9 @@ def unibound_from_table(t: InfoTable) -> float:
 
 
 def dcimig_from_table(t: InfoTable) -> float:
-    """DCIMIG, Sepliarskaia et al. §4.1 (steps 1-5), on I[l, j] = I(y_j; z_l)."""
+    """DCIMIG, Sepliarskaia et al. §4.1 (steps 1-5), on I[l, j] = I(y_j; z_l): Σ_j D_j / Σ_j H(y_j)
+    (continuous factors contribute 1 nat to the denominator instead of H, i.e. the mean D_j in nats when
+    all factors are continuous)."""
     info = t.pair.T  # (L, K): latent i, factor j
     L, K = info.shape
     if K < 2:
@@ -222,7 +224,10 @@ def dcimig_from_table(t: InfoTable) -> float:
 
 
 def minimality_mi_from_table(t: InfoTable, min_info: float = MIN_INFO_NATS) -> float:
-    """ICLR eqs. 5-6: mean_j max_i I(z_j; y_i) / max(I(z_j; x), min_info); x ≡ y unless code_x was given."""
+    """ICLR eqs. 5-6: mean_j max_i I(z_j; y_i) / max(I(z_j; x), min_info); x ≡ y unless code_x was given.
+
+    Without ``x`` the data are taken to carry exactly the factors' information (no nuisances), so
+    I(z_j; x) = I(z_j; y), which makes m_ij the factors-invariance ratio of their eq. 49."""
     denom = t.code_x if t.code_x is not None else t.code_y
     if denom is None:
         raise MibenchError("minimality needs I(z_j; y) (parts code_y) or I(z_j; x) (parts code_x)")

@@ -6,28 +6,21 @@ half of the samples and scored on the other (``test_size``): the papers do not s
 errors are in-sample, and an in-sample random forest "predicts" pure noise, which would make every
 score look better than it is.
 
-* :func:`minimality`, :func:`sufficiency` — Almudévar et al. (ICLR), Algorithms 1-2 (standard
-  scaling, m_ij = 1 − MSE(f_ij(y_i), z_j), s_ij = 1 − MSE(f_ij(z_j), y_i); eqs. 6 and 8 aggregate).
-* :func:`almudevar_neurips` — Almudévar et al. (NeurIPS): modularity (Algorithm 1), compactness and
-  explicitness (Algorithm 2), minimality (Algorithm 3) and sufficiency (Algorithm 4, Appendix B)
-  from one set of fitted forests (MinMax scaling, uniform noise ε as reference, E = mean absolute
-  error, random forests, §5); :func:`modularity_compactness_explicitness` and
-  :func:`minimality_sufficiency_neurips` return its parts.  The printed algorithms clip with
-  ``min(0, ·)``, which would make every score ≤ 0; the text says the scores lie in [0, 1], so we
-  clip with max(0, ·) (a typo fix).  These scores depend on how well the forests fit, i.e. on the
-  sample size: the paper's tables are reproduced with :data:`NEURIPS_FOREST` at n =
-  :data:`NEURIPS_N` (with 1,000 samples and a leaf-5 forest, Cos3I's compactness was 0.096 too
-  high and its explicitness 0.132 too low).
+* :func:`minimality`, :func:`sufficiency` — Almudévar et al. (ICLR), Algorithms 1-2.
+* :func:`almudevar_neurips` — Almudévar et al. (NeurIPS): modularity, compactness, explicitness,
+  minimality and sufficiency (Algorithms 1-4) from one set of fitted forests (the printed ``min(0, ·)``
+  clip read as the max(0, ·) the text implies); :func:`modularity_compactness_explicitness` and
+  :func:`minimality_sufficiency_neurips` return its parts.  These scores depend on how well the
+  forests fit, i.e. on the sample size, so the paper's tables are reproduced with
+  :data:`NEURIPS_FOREST` at n = :data:`NEURIPS_N`.
 * :func:`dci` — Eastwood & Williams (2018) from a random-forest importance matrix;
   :func:`dci_from_importance` applies the formulas of Sepliarskaia et al. §3.1.3 to a given matrix.
-* :func:`sap` — Kumar et al. (2017), as disentanglement_lib: R² of a linear fit for continuous
-  factors, balanced LinearSVC accuracy for discrete ones; mean gap between the top two latents.
-* :func:`ridgeway_explicitness` — Ridgeway & Mozer (2018): mean one-vs-rest ROC AUC of a logistic
-  regression from z (continuous factors are cut into quantile bins first).
-* :func:`factorvae_score` — Kim & Mnih (2018), on a generative process (sample factors, fix one,
-  encode), majority-vote classifier.
-* :func:`betavae_score` — Higgins et al. (2017) as described by Sepliarskaia et al. §3.1.1: pairs
-  sharing one factor, mean |c_1 − c_2| per batch, a linear classifier predicts the shared factor.
+* :func:`sap` — Kumar et al. (2017), as disentanglement_lib.
+* :func:`ridgeway_explicitness` — Ridgeway & Mozer (2018).
+* :func:`factorvae_score` — Kim & Mnih (2018); :func:`betavae_score` — Higgins et al. (2017) as
+  described by Sepliarskaia et al. §3.1.1.
+
+How well each reproduces its paper: docs/disentanglement.md.
 """
 from __future__ import annotations
 
@@ -153,11 +146,10 @@ def sufficiency(y, z, **kw) -> float:
 
 #: Random-forest settings for the NeurIPS algorithms.  The paper says only "random forest regressors"
 #: and "mean absolute error" (§5); the forest and the number of samples are not given.  Its tables pin
-#: them down (measured: see tests/disentanglement/test_neurips.py): the terms that compare two
-#: predictions of a target the inputs carry no information about (Cos2I's compactness of y_3 ≈ 0.79,
-#: Table 10's modularity of the noise code z_4 ≈ 0.78) need smooth predictions of pure noise (a
-#: leaf of ~20 samples; sklearn's default leaf of 1 gives ≈ 0.40), and explicitness (Cos0 0.994,
-#: Cos3I 0.910) needs several thousand training samples (:data:`NEURIPS_N`).
+#: them down (tests/disentanglement/test_neurips.py; docs/disentanglement.md): the terms that compare
+#: two predictions of a target the inputs carry no information about need smooth predictions of pure
+#: noise (a leaf of ~20 samples, not sklearn's default of 1), and explicitness needs several thousand
+#: training samples (:data:`NEURIPS_N`).
 NEURIPS_FOREST = {"n_estimators": 50, "min_samples_leaf": 20}
 #: Samples per scenario that reproduce the NeurIPS tables with :data:`NEURIPS_FOREST` and test_size 0.5.
 NEURIPS_N = 20000
@@ -360,7 +352,8 @@ def sap(y, z, **kw) -> float:
 
 
 def ridgeway_explicitness(y, z, *, discrete=None, bins: int = 10, test_size=0.5, seed=0) -> float:
-    """Ridgeway & Mozer (2018) explicitness: mean one-vs-rest ROC AUC of a logistic regression."""
+    """Ridgeway & Mozer (2018) explicitness: mean one-vs-rest ROC AUC of a logistic regression from z
+    (continuous factors are cut into ``bins`` quantile bins first)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import roc_auc_score
     from sklearn.preprocessing import StandardScaler

@@ -8,8 +8,8 @@ reason, never as a number.
 
 Tolerances (:data:`TOLERANCES`, nats, on metric values) state each back-end's accuracy at the
 default settings (n = 2000, σ = 0.1, K = 5, α ∈ {0.5, 1, 2, 4}): the largest |mean error| + 4 sd
-over seeds 0-4 across the default grid, rounded up (see the comment at the table for the measured
-numbers).  They document how accurate a back-end is, not how accurate it should be: the KSG
+over seeds 0-4 across the default grid, rounded up (the errors behind them: docs/disentanglement.md,
+"Validating the back-ends").  They document how accurate a back-end is, not how accurate it should be: the KSG
 tolerance on bounds that need I(y_k; z) in 6-11 dimensions is > 1 nat because KSG underestimates
 high MI in high dimensions that much.  Other settings (smaller n, other σ) may fail legitimately.
 """
@@ -35,16 +35,8 @@ DEFAULT_ATTACKS = ATTACKS
 DEFAULT_ALPHAS = (0.5, 1.0, 2.0, 4.0)
 DEFAULT_N, DEFAULT_SIGMA, DEFAULT_K, DEFAULT_SEED = 2000, 0.1, 5, 0
 
-# Measured at the defaults over seeds 0-4 with ``python -m mibench.disentanglement.validate --measure``
-# (metric: max |mean error| / max sd over the 9 (attack, α) cases, nats):
-#   histogram  mig 0.601/0.021, dcimig 0.602/0.018  (20 bins cap the 2.31-nat pairwise MI at ~1.7)
-#   gaussian   mig, unibound, u_*, c_*, dcimig 0.011/0.010; r_* 0.002/0.006; minimality_mi 0.007/0.025
-#   posterior  as gaussian (0.010/0.010; r_* 0.003/0.006; minimality_mi 0.011/0.025)
-#   ksg        mig 0.037/0.018, dcimig 0.020/0.017, minimality_mi 0.166/0.053, unibound 0.569/0.015,
-#              r_upper 0.537/0.010, u_upper 1.638/0.009, r_lower 1.670/0.019, u_upper_unclipped
-#              2.222/0.007, c_lower 2.218/0.009, c_upper 2.213/0.008 (I(y_k; z) in 6-11 dimensions is
-#              underestimated by up to 2.2 nats at n = 2000: the bounds that need it are unusable)
-# tolerance = max over cases of |mean| + 4 sd, rounded up to 0.01.  (Back-end MI estimates are clipped at 0.)
+# Each tolerance: max over the default grid's (attack, α) cases of |mean error| + 4 sd over seeds 0-4, rounded
+# up to 0.01 (``python -m mibench.disentanglement.validate --measure``; the errors: docs/disentanglement.md).
 _GAUSSIAN_LIKE = {"mig": 0.05, "unibound": 0.05, "u_upper": 0.05, "u_upper_unclipped": 0.05, "r_lower": 0.03,
                   "r_upper": 0.03, "c_lower": 0.05, "c_upper": 0.05, "dcimig": 0.05}
 TOLERANCES: dict[str, dict[str, float]] = {
@@ -55,7 +47,7 @@ TOLERANCES: dict[str, dict[str, float]] = {
             "r_upper": 0.55, "c_lower": 2.25, "c_upper": 2.24, "dcimig": 0.09, "minimality_mi": 0.37},
 }
 
-#: for metrics or back-ends without a measurement (e.g. ``neural:*``): flagged "unmeasured".
+#: for metrics or back-ends with no tolerance on record (e.g. ``neural:*``): noted in the row.
 FALLBACK_TOLERANCE = 0.3
 
 CSV_FIELDS = ("backend", "metric", "attack", "alpha", "analytic", "estimate", "error", "tolerance", "status", "note")
@@ -78,7 +70,7 @@ class Row:
 def tolerance_for(backend: str, metric: str) -> tuple[float, str]:
     tol = TOLERANCES.get(backend, {}).get(metric)
     if tol is None:
-        return FALLBACK_TOLERANCE, "tolerance not measured"
+        return FALLBACK_TOLERANCE, "no tolerance on record: fallback"
     return tol, ""
 
 

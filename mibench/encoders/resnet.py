@@ -11,7 +11,7 @@ Training ("decodes perfectly" made checkable): multi-label classification of the
 C_1..C_ds of a canvas from the canvas itself (binary cross-entropy, one logit per source), on
 canvases drawn from the vision task's own pool and layout; Adam with a cosine learning-rate decay
 to 0, ``steps`` steps (default 600) of ``batch`` X and ``batch`` Y canvases.  Its accuracy is then
-measured on ``eval_n`` fresh canvases (every source of every canvas) and recorded.
+evaluated on ``eval_n`` fresh canvases (every source of every canvas) and recorded.
 
 Why that matters (data-processing inequality): for features g_k(X) of any layer k,
 I(g_k(X); g_k(Y)) <= I(X; Y).  The rest of the network plus the head maps g_k(X) to the decoded

@@ -3,7 +3,7 @@
 * **none at all**: ``x`` or ``y`` is constant (every column has one value), so I(X;Y) = 0;
 * **deterministic**: a continuous coordinate of Y is a one-to-one function of X's coordinates, so
   I(X;Y) is infinite (the joint distribution has no density; a bound trained on n pairs would
-  report a large but finite number, e.g. 27.7 bits for x == y in two dimensions).
+  report a large but finite number: docs/estimators.md, "Statuses").
 
 A sample can only show that a relation holds to some precision, and y = x + 1e-6 noise has finite
 MI (log 1e6 = 13.8 nats): noise that small keeps the ranks, and the canonical correlation is
@@ -19,7 +19,7 @@ read through a local fit) by a millionth of the gap between neighbouring values:
    (three on each side); for a smooth g the residual is ~ h^5 g^(6) (h the spacing), for noise of
    standard deviation s it is ~ s.  The median residual must be within max(1e-6 x the gap
    |y_(i+1) - y_(i-1)| / 2, a few units of rounding of the values): y = x, exp(x), -x^3, 2x + 1
-   pass (at n = 100 the quintic leaves ~1e-8 of the gap on exp(x)), y = x + s noise fails for
+   pass (the quintic leaves far less than that on exp(x)), y = x + s noise fails for
    s >= 1e-6 * gap / 2 (for standardised x and n <= 10^5 pairs, any s >= 1e-10).
 2. **a linear map.**  Where there are more pairs than continuous columns plus one (with fewer, n
    centred pairs span at most n - 1 dimensions and a canonical correlation of 1 is forced: no

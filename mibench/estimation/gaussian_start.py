@@ -55,10 +55,8 @@ def gaussian_log_ratio(cov: np.ndarray, dim_x: int, n_pairs: int | None = None, 
     independence the k squared sample canonical correlations of a side average about k / n (the
     whitened cross-covariance has k_x * k_y entries of variance 1 / n), so directions that carry only
     sampling noise get weight ~0 instead of fitting it (a plug-in critic on p cross entries loses
-    ~p / 2n nats on held-out pairs).  Held-out DV value of the Gaussian critic, n = 10,000 at 1 nat,
-    seeds 0-2: gauss-sparse-50x50 0.826 / 0.814 / 0.854 -> 0.918 / 0.909 / 0.926 nats; gauss-dense-50x50
-    (50 weak pairs, nothing to drop) 0.812 / 0.793 / 0.875 -> 0.809 / 0.789 / 0.867; 25 x 25, 5 x 5
-    and 1 x 1 cases within 0.001.
+    ~p / 2n nats on held-out pairs).  It helps where many directions carry only noise and costs
+    nothing where there is nothing to drop (docs/estimators.md, "Why the defaults are what they are").
 
     ``pool=True`` (with ``n_pairs``) then shrinks the positive debiased correlations towards their
     mean, James-Stein fashion: r_i -> mean + lam (r_i - mean), lam = max(0, 1 - v0 / var(r)), where

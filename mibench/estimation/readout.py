@@ -1,15 +1,13 @@
 """The final readout of :func:`mibench.estimate`'s critic: the estimator's bound on the held-out score
 matrix, every held-out pair (i, j), i != j, a product-of-marginals sample (m (m - 1) of them, not
-b (b - 1) per block), so the value does not depend on how the held-out pairs were cut into blocks (the
-Gaussian critic on gaussian d = 10 at 4 bits, seeds 0-2: 4.057 / 4.006 / 4.064 bits on the whole
-matrix; 4.100 / 4.015 / 4.009 on the selection's 125-blocks and 4.086 / 4.003 / 4.128 re-read on
-reshuffled ones), and InfoNCE's ceiling is log m, not log b.
+b (b - 1) per block), so the value does not depend on how the held-out pairs were cut into blocks
+(docs/estimators.md, "Procedure"), and InfoNCE's ceiling is log m, not log b.
 
 Cost, for m = min(n_test, :data:`READOUT_MAX_PAIRS`) held-out pairs (the first m of them; the held-out
 part is a seeded random draw, so any m of them are a random subset):
 
-* time: m^2 critic evaluations (4096^2 = 1.7e7: 1.5 s at hidden 32, 4 s at hidden 64 on one shared CPU
-  thread), whatever n;
+* time: m^2 critic evaluations (4096^2 = 1.7e7; seconds per hidden width: docs/estimators.md,
+  "Procedure"), whatever n;
 * memory: O(chunk x block^2 x hidden) for the critic's activations and O(m) for the row statistics.
   A head with a row form (:meth:`~mibench.estimators.heads.Estimator.row_form`: every built-in bound
   but alpha-InfoNCE) is read tile by tile: its diagonal first, then for each block of rows the
@@ -18,7 +16,7 @@ part is a seeded random draw, so any m of them are a random subset):
   (16 MB at 2048).
 
 Why a cap: the whole matrix of n_test pairs costs n_test^2 evaluations (40,000 held-out pairs of
-200,000: 1.6e9, over a minute on one thread, and 6.4 GB as one float32 matrix).  Beyond a
+200,000: 1.6e9, and 6.4 GB as one float32 matrix).  Beyond a
 few thousand pairs the readout gains little: the joint term's standard error is already
 ~sd(f) / sqrt(m) (0.02 nats at m = 4096 for sd(f) = 1), and InfoNCE's ceiling grows only as log m
 (8.3 nats at 4096).  Below the cap (n_test <= 4096, n <= 20,480 at the default test_fraction) the

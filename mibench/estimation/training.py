@@ -72,9 +72,9 @@ class HeldOutData:
     def selection_pairs(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The first :data:`SELECTION_MAX_PAIRS` held-out pairs, which the checkpoint evaluations read:
         128 blocks of 125 put the standard error of a held-out value at sd(block value) / 11, and
-        more pairs cost time in every evaluation (linear in n_test: 5.8 of the 10.7 s of a 200,000-pair
-        estimate read all 40,000 held-out pairs) for a choice between checkpoints that no longer
-        changes.  The held-out part is a seeded random draw, so its first pairs are a random subset."""
+        more pairs cost time in every evaluation (linear in n_test: docs/estimators.md, "Procedure") for
+        a choice between checkpoints that no longer changes.  The held-out part is a seeded random draw,
+        so its first pairs are a random subset."""
         return self.x_test[:SELECTION_MAX_PAIRS], self.y_test[:SELECTION_MAX_PAIRS]
 
 

@@ -104,8 +104,8 @@ def smile_adaptive_bound(scores: torch.Tensor, floor: float = 5.0, quantile: flo
     Why: for the optimal critic f = log p/(pp) the change of measure E_{p(x)p(y)}[e^f 1{f > tau}] =
     P_p(f > tau) says that a cap at tau removes the partition mass P_p(f > tau), the share of joint
     pairs scoring above it, and so biases the readout up by about -log(1 - P_p(f > tau)) nats.  A fixed
-    tau = 5 (SMILE-5) removes P_p(f > 5), which grows with the MI (gaussian d = 10 at 4 bits: +0.15
-    bits); a cap at the 99.5th percentile of the joint scores removes at most ~0.5% (<= 0.007 bits),
+    tau = 5 (SMILE-5) removes P_p(f > 5), which grows with the MI; a cap at the 99.5th percentile of
+    the joint scores removes at most ~0.5% (<= 0.007 bits),
     and never capping below 5 keeps SMILE-5's robustness where the joint scores are small: a negative
     pair scoring far above the joint pairs (a critic extrapolating into heavy tails, which makes the
     unclipped DV collapse) is still capped.  Heavy joint tails push the percentile, and with it the

@@ -1,32 +1,24 @@
 """BMI v1: the 40 tasks of Czyż et al., "Beyond Normal: On the Evaluation of Mutual Information
 Estimators" (NeurIPS 2023), by BMI's own task ids, re-implemented in torch (vectorised, float64).
 
-Every task is a fixed distribution with a closed-form MI (the paper's §3 and Appendix: MI is
-invariant under injective maps applied to X and Y separately, so each transformed task keeps the
-MI of its base distribution):
+Every task is a fixed distribution with a closed-form MI; the transformed tasks keep the MI of their
+base distribution because MI is invariant under injective maps applied to X and Y separately (the
+paper's §3 and Appendix):
 
 * ``1v1-normal-0.75``: bivariate normal, correlation 0.75; I = -1/2 log(1 - rho^2).
-* ``1v1-additive-<eps>``: X ~ U(0, 1), Y = X + N, N ~ U(-eps, eps).  I = eps - log(2 eps) for
-  eps <= 1/2 and 1/(4 eps) above (h(Y) of the trapezoidal density minus h(N) = log 2 eps).
-* ``multinormal-dense-<d>-<d>-0.5``: covariance with unit diagonal and 0.5 everywhere else;
-  ``multinormal-sparse-<d>-<d>-2-2.0`` (the paper's "2-pair"): BMI's latent-variable construction
-  with two interacting pairs of strength 2 gives the correlation matrix with corr(X_i, Y_i) = 4/5 for
-  i = 1, 2 and independence elsewhere.  I = 1/2 (log det S_xx + log det S_yy - log det S).
-* ``student-identity-<dx>-<dy>-<df>``: multivariate Student-t with identity dispersion: the
-  Gaussian part is 0 and the MI is the dof correction of Arellano-Valle et al. (2013) (see
-  :func:`mibench.tasks.distributions.student_t_correction_nats`).
-* transforms (paper §3, "Transformed distributions"): ``normal_cdf-`` (Phi on every coordinate:
-  uniform margins), ``half_cube-`` (x |x|^(1/2)), ``asinh-``, ``wiggly-`` (strictly increasing
-  sums of sines, one map for X, one for Y), ``1v1-bimodal-0.75`` (the uniform margins of the
-  binormal through the inverse CDFs of two bimodal Gaussian mixtures), ``swissroll_x-`` (X's uniform
-  margin u to the 2-d Swiss roll (t cos t, t sin t)/21, t = 3 pi (1 + 2 u)/2) and ``spiral-``
-  (x -> exp(||x||^2 s A) x with A the so(n) generator of the plane (0, 1) for X, (1, 2) for Y, speed
-  s = 1/dim: a rotation that preserves ||x||, hence invertible).
+* ``1v1-additive-<eps>``: X ~ U(0, 1), Y = X + N, N ~ U(-eps, eps) (:func:`additive_uniform`).
+* ``multinormal-dense-<d>-<d>-0.5`` and ``multinormal-sparse-<d>-<d>-2-2.0`` (the paper's "2-pair",
+  :func:`two_pair_cov`): I = 1/2 (log det S_xx + log det S_yy - log det S).
+* ``student-identity-<dx>-<dy>-<df>``: multivariate Student-t with identity dispersion, whose MI is
+  the dof correction of Arellano-Valle et al. (2013)
+  (:func:`mibench.tasks.distributions.student_t_correction_nats`).
+* transforms (paper §3, "Transformed distributions"): ``normal_cdf-``, ``half_cube-``, ``asinh-``,
+  ``wiggly-``, ``1v1-bimodal-0.75``, ``swissroll_x-`` and ``spiral-`` (the maps below).
 
-BMI's benchmark workflow also standardises each drawn sample coordinate-wise (an affine map fitted
-per dataset, MI unchanged); mibench leaves that to the estimator (``mibench.estimate`` z-scores its
-inputs).  ``mibench/tasks/data/bmi_reference.json`` holds BMI's own MI values and sample quantiles
-(``benchmarks/peers/bmi_reference.py``), checked by ``tests/tasks/test_bmi_catalogue.py``.
+BMI also standardises each drawn sample; mibench leaves that to the estimator.
+``mibench/tasks/data/bmi_reference.json`` holds BMI's own MI values and sample quantiles
+(``benchmarks/peers/bmi_reference.py``), checked by ``tests/tasks/test_bmi_catalogue.py``.  Every
+task and map in full: docs/tasks.md, "BMI v1 and v2".
 """
 from __future__ import annotations
 
@@ -85,7 +77,8 @@ def dense_cov(d: int, off_diag: float = 0.5) -> np.ndarray:
 def two_pair_cov(dim_x: int, dim_y: int, strength: float = 2.0, pairs: int = 2) -> np.ndarray:
     """The correlation matrix of BMI's sparse latent-variable model (``GaussianLVMParametrization``
     with alpha = beta = 0, lambda = eta = strength, unit noise): every coordinate has variance
-    1 + strength^2 and the first ``pairs`` (X_i, Y_i) share strength^2 of it."""
+    1 + strength^2 and the first ``pairs`` (X_i, Y_i) share strength^2 of it (corr(X_i, Y_i) = 4/5 at
+    strength 2), independence elsewhere."""
     cov = np.eye(dim_x + dim_y)
     r = strength ** 2 / (1.0 + strength ** 2)
     for i in range(pairs):
@@ -94,6 +87,8 @@ def two_pair_cov(dim_x: int, dim_y: int, strength: float = 2.0, pairs: int = 2) 
 
 
 def additive_uniform(eps: float) -> Dist:
+    """X ~ U(0, 1), Y = X + N, N ~ U(-eps, eps): I = eps - log(2 eps) for eps <= 1/2 and 1/(4 eps) above
+    (h(Y) of the trapezoidal density minus h(N) = log 2 eps)."""
     mi = eps - math.log(2.0 * eps) if eps <= 0.5 else 0.25 / eps
 
     def draw(n, g, device):
@@ -137,6 +132,7 @@ def half_cube(z):
 
 
 def wiggly_x(z):
+    """Strictly increasing sums of sines: one map for X (:func:`wiggly_y` for Y)."""
     return z + 0.4 * torch.sin(z) + 0.2 * torch.sin(1.7 * z + 1.0) + 0.03 * torch.sin(3.3 * z - 2.5)
 
 
@@ -165,7 +161,8 @@ def bimodal_y_cdf(t):
 
 
 def swissroll(u):
-    """(n, 1) values in (0, 1) -> (n, 2) points of the Swiss roll (BMI's ``swissroll2d``)."""
+    """(n, 1) values u in (0, 1) -> (n, 2) points (t cos t, t sin t) / 21, t = 3 pi (1 + 2 u) / 2, of the
+    Swiss roll (BMI's ``swissroll2d``)."""
     t = 1.5 * math.pi * (1.0 + 2.0 * u[:, 0])
     return torch.stack([t * torch.cos(t), t * torch.sin(t)], dim=1) / 21.0
 
@@ -190,6 +187,7 @@ def spiralled(base: Dist) -> Dist:
 
 
 def bimodal(rho: float) -> Dist:
+    """The uniform margins of the binormal through the inverse CDFs of two bimodal Gaussian mixtures."""
     uni = mapped(binormal(rho), normal_cdf, normal_cdf, label="normal CDF")
     return mapped(uni, lambda u: inverse_cdf(bimodal_x_cdf, u), lambda u: inverse_cdf(bimodal_y_cdf, u),
                   label="bimodal inverse CDFs")

@@ -7,23 +7,15 @@ Each task is a finite mixture of Gaussians in (X, Y), possibly followed by a dif
 pointwise MI log p(x, y) - log p(x) - log p(y) over draws from the mixture (the marginals of a
 Gaussian mixture are the mixtures of the component marginals), with its standard error
 sd / sqrt(N).  The bending maps act on X alone and are invertible, so they leave the MI unchanged.
-
-* ``1v1-X-0.9``: two equally weighted standard bivariate normals with correlations +0.9 and -0.9.
-* ``1v1-AI``: six 2-d Gaussians drawing the letters "A" and "I".
-* ``2v1-waves-12-5.0-3.0``: twelve Gaussians along a line (X in 2-d, Y the component's height
-  1.5 (k mod 4)), then x0 += 5 sin(3 x1) and x -> (0.1 x0 - 0.8, 0.5 x1).
-* ``2v1-galaxy-0.5-3.0``: two unit Gaussians in 3-d at +-1.5 (1, 1, 1), X spiralled by
-  x -> exp(0.5 ||x||^2 A) x (A the so(2) generator).
-* ``<d>v1-concentric_gaussians-<k>``: k components, X ~ N(0, i^2 I_d) and Y ~ N(i, 1e-4) for
-  i = 1..k (X's scale reveals the component, Y nearly is it).
-* ``mult-sparse-w-inliers-<d>-<d>-2-2.0-<f>``: the v1 2-pair Gaussian with weight 1 - f and, with
-  weight f, independent X and Y with the same margins ("inliers": noise inside the data's range).
+The tasks (``1v1-X-0.9``, ``1v1-AI``, ``2v1-waves-12-5.0-3.0``, ``2v1-galaxy-0.5-3.0``,
+``<d>v1-concentric_gaussians-<k>``, ``mult-sparse-w-inliers-<d>-<d>-2-2.0-<f>``) are built in
+:func:`_mixtures`.
 
 Truth: ``mibench/tasks/data/bmi_v2_truth.json`` holds the Monte-Carlo means and standard errors
 (:data:`MC_DRAWS` draws, seed :data:`MC_SEED`, computed by :func:`mc_truth`); a task recomputes them
 when the file is missing or was made with other settings.  ``tests/tasks/test_bmi_catalogue.py``
 checks them against BMI's own estimates (within 3 combined standard errors) and against a fresh
-computation (slow test).
+computation (slow test).  Each mixture in words: docs/tasks.md, "BMI v1 and v2".
 """
 from __future__ import annotations
 

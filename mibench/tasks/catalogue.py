@@ -3,14 +3,12 @@ task type most of them use.
 
 Catalogues (:data:`CATALOGUES`, :func:`catalogues_of`, :func:`catalogue_tasks`):
 
-``bmi-v1``          the 40 tasks of BMI's "Beyond Normal" benchmark (Czyż et al., NeurIPS 2023), by
-                    BMI's own task ids (:mod:`mibench.tasks.bmi_v1`)
-``bmi-v2``          BMI's second benchmark list: its Bend-and-Mix mixture tasks (X, AI, Waves,
-                    Galaxy, concentric Gaussians, 2-pair Gaussians with inliers;
-                    :mod:`mibench.tasks.bmi_v2`) next to the v1 tasks it keeps
-``mutinfo-images``  Butakov et al.'s ``mutinfo`` image tasks: Gaussian bumps and rectangles rendered
-                    from correlated latent vectors, and a K-ary symmetric channel on class labels of
-                    real images (:mod:`mibench.tasks.mutinfo_images`, :mod:`mibench.tasks.label_channel`)
+``bmi-v1``          the 40 tasks of BMI's "Beyond Normal" benchmark (Czyż et al., NeurIPS 2023)
+                    (:mod:`mibench.tasks.bmi_v1`)
+``bmi-v2``          BMI's second list: its Bend-and-Mix mixture tasks next to the v1 tasks it keeps
+                    (:mod:`mibench.tasks.bmi_v2`)
+``mutinfo-images``  Butakov et al.'s ``mutinfo`` image tasks and the K-ary symmetric channel on class
+                    labels (:mod:`mibench.tasks.mutinfo_images`, :mod:`mibench.tasks.label_channel`)
 ``lee-rhee``        the tasks of Lee & Rhee's suite (NeurIPS 2024 D&B), mibench's own: gaussian,
                     vision, text, mixed
 
@@ -18,19 +16,11 @@ A task's catalogue is in its ``info()["catalogue"]`` (the catalogue that defines
 ``info()["catalogues"]`` (every catalogue that lists it); :func:`catalogues_of` answers the same
 for any task name, including the Lee & Rhee tasks.
 
-Fixed-MI tasks.  A BMI task is one distribution with one mutual information.  In mibench's task
-protocol (``sample(batch_size, mi_bits, generator)`` at a requested level) such a task holds
-exactly that level: ``max_mi_bits`` is its MI, ``mibench run`` and ``mibench sweep`` use it when no
-MI is given, a request equal to it at the printed precision (4 significant digits or more, e.g.
-``--mi 0.5963``) is taken as it, and every other level is refused in one line before a run starts
-(the protocols' MI check consults :data:`mibench.tasks.base.FIXED_LEVELS`; ``sample`` checks again).
-Both protocols work at its level::
-
-    mibench run --task 1v1-normal-0.75 --n 5000 --estimator ksg
-    mibench run --task 1v1-normal-0.75 --steps 2000 --mi 0.5963
-
-``mibench list`` prints every task's MI in bits with 12 significant digits; the preset configs carry
-the exact values.
+Fixed-MI tasks.  A BMI task is one distribution with one mutual information, while mibench's task
+protocol samples at a requested level; so such a task holds exactly its level (``max_mi_bits``), which
+runs use when no MI is given, and refuses every other in one line before a run starts (the protocols'
+MI check consults :data:`mibench.tasks.base.FIXED_LEVELS`; ``sample`` checks again).  How a level is
+given (``--mi 0.5963``, 4 significant digits or more): docs/tasks.md, "Catalogues".
 """
 from __future__ import annotations
 

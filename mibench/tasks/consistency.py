@@ -7,28 +7,20 @@ or a Gaussian analogue with a closed-form MI (1 x 8 x 8):
                                    (set to 0): I(X; Y) is 0 at t = 0 and does not decrease with t
                                    (Y at t is a function of Y at t + 1).
 ``consistency-dp-<data>``          data processing: X~ = [X, X], Y~ = [Y, h(Y)] with h a further
-                                   masking (h keeps the top ``rows_h`` rows of Y, default t - 3):
-                                   I(X~; Y~) = I(X; Y), since h(Y) is a function of Y.
+                                   masking: I(X~; Y~) = I(X; Y), since h(Y) is a function of Y.
 ``consistency-additivity-<data>``  two independent images: X~ = [X1, X2], Y~ = [Y1, Y2], each Y_i
                                    masked at t: I(X~; Y~) = 2 I(X1; Y1).
 
-``rows`` sets t (default half the image height).  Pairs are stacked as channels, so X~ of MNIST is a
-2 x 28 x 28 image and the image critic (``--critic conv``) sees both halves at every position; the
-samples are the flattened images, as in every task, and ``image_shapes`` says their shape.  Pixels
-are in [0, 1] (the datasets' uint8 / 255); ``noise`` adds independent N(0, noise^2) to every pixel of
-Y (masked ones too: at t = 0 Y is then pure noise, not a constant), after the masking and before h.
+Pairs are stacked as channels, so the image critic (``--critic conv``) sees both halves at every
+position; the samples are the flattened images, and ``image_shapes`` says their shape.
 
-Truth.  Images are drawn uniformly from a finite pool (MNIST's training split, CIFAR-10's batches, or
-the shipped subset), so with ``noise = 0`` the exact MI of the baseline is the entropy of the masked
-image over the pool, H(Y_t) = -sum_k p_k log2 p_k over the distinct top-t-row prefixes (log2 N for N
-distinct images at t = H); the data-processing task has the same value and the additivity task twice
-it.  ``info()`` records it (``pool_mi_bits``) with ``exact_mi_bits`` for the Gaussian analogue
-(i.i.d. N(0, 1) pixels, ``noise`` > 0: t W (1/2) log2(1 + 1/noise^2) bits).  These values are far
-above what a batch of K pairs lets a bound report (InfoNCE: log2 K), which is the point of the tests:
-they check the *relations* between an estimator's own values (:mod:`mibench.analysis.consistency`).
-The protocols need one MI level per task: these tasks are fixed-MI tasks at a placeholder 0 bits
-(``mibench run`` and sweeps take it when no ``--mi`` is given), so a run's ``true_mi`` column is 0 and
-its bias is its mean estimate; the truths above are in ``config.json``'s ``task_info``.
+Truth.  Images are drawn uniformly from a finite pool, so with ``noise = 0`` the exact MI of the
+baseline is the entropy of the masked image over the pool (``info()``'s ``pool_mi_bits``; the
+Gaussian analogue's closed form is ``exact_mi_bits``).  These values are far above what a batch of K
+pairs lets a bound report, which is the point: the tests check the *relations* between an
+estimator's own values (:mod:`mibench.analysis.consistency`).  The protocols need one MI level per
+task, so these are fixed-MI tasks at a placeholder 0 bits: a run's ``true_mi`` column is 0 and its
+bias is its mean estimate.  Parameters and truths in full: docs/self-consistency.md.
 """
 from __future__ import annotations
 

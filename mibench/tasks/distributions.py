@@ -3,32 +3,22 @@ mibench itself (a validation suite for :func:`mibench.estimate` and a task famil
 
 Names (registry patterns, case-insensitive; ``<dx>x<dy>`` are the dimensions of X and Y, 1..512):
 
-``gauss-dense-<dx>x<dy>``   X = A u, Y = B v with (u_j, v_j) standard bivariate normal pairs of equal
-                            canonical correlation rho for all j < min(dx, dy) and fixed dense random
-                            mixing matrices A, B (seed 0), so every coordinate of X is correlated with
-                            every coordinate of Y.  I = 0.5 log(det S_xx det S_yy / det S) nats
-                            (computed from the covariance S) = -0.5 * min(dx, dy) * log(1 - rho^2).
-``gauss-sparse-<dx>x<dy>``  no mixing (A = B = I) and only the first min(2, dx, dy) canonical pairs
-                            correlated: a cross-covariance with at most 2 non-zero entries.
-``student-t-dof<nu>-<dx>x<dy>``  the dense Gaussian above divided by sqrt(W / nu), W ~ chi^2_nu (one
-                            W per pair): a multivariate Student-t.  Its MI is the Gaussian MI of the
-                            scale matrix plus a dof correction that does not depend on the scale matrix
-                            (Arellano-Valle, Contreras-Reyes & Genton 2013, Scand. J. Statist. 40,
-                            §3; derivation in :func:`student_t_correction_nats`), so MI >= correction > 0:
-                            levels below it are refused in one line.
-``cdf-<dx>x<dy>``, ``halfcube-<dx>x<dy>``, ``asinh-<dx>x<dy>``  the dense Gaussian with every
-                            coordinate standardised and sent through an invertible map (normal CDF ->
-                            uniform margins; x |x|^(1/2); asinh): MI unchanged (invariance of MI
-                            under injective coordinate-wise maps, Kraskov et al. 2004, §II).
-``mix-<dx>x<dy>``           bimodal margins: X = 2 s_x 1 + u, Y = 2 s_y 1 + v, independent signs
-                            s_x, s_y = +-1 and (u, v) as in ``gauss-sparse`` but with all min(dx, dy)
-                            pairs correlated.  No closed form: the MI is a Monte-Carlo average of the
-                            exact log density ratio over 100,000 draws (fixed seed; its standard error,
-                            ~0.003 nats, is in ``info()['mi_mc_stderr_nats']``) and the strength rho
-                            is solved by bisection on that common-random-number estimate.
+``gauss-dense-<dx>x<dy>``   min(dx, dy) canonical pairs of equal correlation rho, mixed by fixed dense
+                            random matrices (seed 0, :func:`_mixing`) so every coordinate of X is
+                            correlated with every coordinate of Y: I = -0.5 min(dx, dy) log(1 - rho^2).
+``gauss-sparse-<dx>x<dy>``  no mixing and only the first min(2, dx, dy) canonical pairs correlated.
+``student-t-dof<nu>-<dx>x<dy>``  the dense Gaussian divided by sqrt(W / nu), W ~ chi^2_nu: its MI is the
+                            Gaussian MI plus a dof correction (:func:`student_t_correction_nats`), so
+                            levels below the correction are refused in one line.
+``cdf-``, ``halfcube-``, ``asinh-<dx>x<dy>``  the dense Gaussian through an invertible coordinate-wise
+                            map: MI unchanged (Kraskov et al. 2004, §II).
+``mix-<dx>x<dy>``           bimodal margins: no closed form, so the MI is a Monte-Carlo average of the
+                            exact log density ratio (:func:`_mix_mi_mc`; its standard error is in
+                            ``info()['mi_mc_stderr_nats']``).
 
 Every task hits any requested MI level (bits) by solving its strength parameter; :func:`draw`
-returns a fixed dataset of n pairs at a given MI and seed (one ``sample(n, ...)`` call).
+returns a fixed dataset of n pairs at a given MI and seed (one ``sample(n, ...)`` call).  Each
+construction in full: docs/tasks.md, "The distributions family".
 """
 from __future__ import annotations
 

@@ -1,33 +1,23 @@
 """Your own features as a task: ``--task features:FILE.npz``.
 
 The file holds ``features`` (n, d) numbers and integer ``labels`` (n,) with C >= 2 classes.  The
-task is the vision / text construction (Lee & Rhee 2024 §4.3-4.5, Lee et al. 2023 Thm 3.2) on your items:
+task is the vision / text construction (Lee & Rhee 2024 §4.3-4.5, Lee et al. 2023 Thm 3.2) on your
+items:
 
-* **Classes as fair bits.**  With C = 2^m classes (m = log2 C), a class is m fair binary sources
-  (class index = sum_j b_j 2^j), so classes are drawn *uniformly*.  When C is not a power of two,
-  the 2^m largest classes (m = floor(log2 C); ties by label order) are used and the others dropped
-  (recorded in ``info()``: ``classes_used`` / ``classes_dropped``).  ``ds`` binary sources
-  (default m) make ds / m items per sample (ds must be a multiple of m); X is the concatenation
-  of those items' feature vectors (dim ds/m * d) and Y likewise.
-* **BSC for non-integer MI.**  Y's class bits are X's through a binary symmetric channel with the
-  crossover beta solving ds * (1 - H_b(beta)) = MI (the shared :class:`~mibench.tasks.pools.BSCSources`),
-  so I(C_X; C_Y) = ds * (1 - H_b(beta)) bits exactly, up to ds bits (= (ds/m) log2 C).
+* **Classes as fair bits.**  C = 2^m classes are m fair binary sources, so classes are drawn
+  uniformly (otherwise the 2^m largest classes are kept, recorded in ``info()``); ``ds`` sources
+  (default m, a multiple of m) make ds / m items per sample, concatenated into X and likewise Y.
+* **BSC for non-integer MI.**  Y's class bits are X's through a binary symmetric channel
+  (:class:`~mibench.tasks.pools.BSCSources`), so I(C_X; C_Y) = ds * (1 - H_b(beta)) bits exactly.
 * **Truth I(X;Y) = I(C_X; C_Y)** needs the class to be decodable without error from every item
   (then C is a function of X and of Y, and X, Y are independent given the classes): the decoder
-  filter of :mod:`~mibench.tasks.pools` is applied — for C = 2 exactly the MNIST / IMDB filter
-  (:func:`~mibench.tasks.pools.cached_filter`, logistic regression, kept items need logit margin
-  >= ``margin``); for C > 2 one-vs-rest logistic regressions (the same
-  :func:`~mibench.tasks.pools.fit_linear_decoder`, one column per class) and an item is kept when
-  every column has the right sign with margin >= ``margin``, so the arg-max decoder is error-free
-  on the kept pool (accuracy asserted 1.0, recorded).  Y's items are drawn by the shared
-  :meth:`ClassPool.draw <mibench.tasks.pools.ClassPool.draw>` (see there for how Y's item is drawn
-  relative to X's, which sets whether the truth is exact or carries the same-item-exclusion excess).
-* ``standardize`` (default True): z-score each feature column over the kept pool (one fixed
-  invertible affine map applied to every item: MI unchanged).
+  filter of :mod:`~mibench.tasks.pools` keeps only items a linear decoder classifies correctly with
+  margin >= ``margin`` (one-vs-rest for C > 2), so the decoder is error-free on the kept pool.
+* ``standardize`` (default True): one fixed invertible affine map per feature column, MI unchanged.
 
-Bad files (missing, not an npz, missing keys, non-integer labels, wrong shapes, non-finite values,
-fewer than 2 items in a class, classes the decoder cannot separate) raise one-line
-:class:`~mibench.errors.MibenchError`.
+Bad files (missing keys, wrong shapes, non-finite values, classes the decoder cannot separate, ...)
+raise one-line :class:`~mibench.errors.MibenchError`.  In full: docs/tasks.md, "How each task is
+built".
 """
 from __future__ import annotations
 

@@ -2,31 +2,22 @@
 ``images/geometric.py``): images rendered from low-dimensional correlated latent vectors by an
 injective map, so the latents' closed-form MI is the images' MI.
 
-Latents ("CorrelatedUniform" in mutinfo): d independent standard-normal pairs (u_j, v_j) with equal
-correlation rho, the MI split evenly, I = -(d/2) log(1 - rho^2) nats; each side rotated by a fixed
-orthogonal matrix (mutinfo's shuffled interactions; seeded here) and sent through the normal CDF
-coordinate-wise: latents in (0, 1)^d with the same MI (injective maps, Kraskov et al. 2004 §II).
+Latents ("CorrelatedUniform" in mutinfo, :func:`correlated_uniform`): d independent standard-normal
+pairs with equal correlation rho, I = -(d/2) log(1 - rho^2) nats, each side rotated by a fixed
+orthogonal matrix and sent through the normal CDF: latents in (0, 1)^d with the same MI (injective
+maps, Kraskov et al. 2004 §II).
 
-``mutinfo-gaussian2d-<s>x<s>``    d = 2: the latent is the centre p of a Gaussian bump,
-                                  pixel (i, j) = exp(-((g_j - p_0)^2 + (g_i - p_1)^2) / (2 sigma^2)) on the
-                                  grid g = linspace(0, 1, s), sigma = 0.2.
-``mutinfo-rectangles2d-<s>x<s>``  d = 4: each latent pair (u_0, u_1) becomes a segment [a, b] of [0, 1]
-                                  with length >= 0.2 (a = 0.8 (1 - sqrt(1 - u_0)), b = a + 0.2 +
-                                  u_1 (0.8 - a)), one per axis; the anti-aliased rectangle has pixel
-                                  value clip(min(k - A, B - k), 0, 1) per axis (A = a s, B = b s,
-                                  k = 0..s-1), their product being the image.
+``mutinfo-gaussian2d-<s>x<s>``    d = 2: the latent is the centre of a Gaussian bump
+                                  (:func:`render_gaussian`).
+``mutinfo-rectangles2d-<s>x<s>``  d = 4: two latent pairs become the sides of an anti-aliased
+                                  rectangle (:func:`to_rectangle`, :func:`render_rectangles`).
 
-Injectivity at the stored precision (float32 images): both renderings can be inverted in closed
-form -- the bump's log-pixels are affine in the grid coordinates with slopes p / sigma^2 (a least-
-squares fit), the rectangle's edges are A = k - v at its first lit pixel k of value v and B = k + v at
-its last (the rectangle is > 2 px wide, so each axis profile is the image's maximum along the other
-axis).  :func:`decode_latents` implements both; ``tests/tasks/test_mutinfo_images.py`` checks that
-it recovers the latents from float32 images to within 1e-5, so distinct latents never share a stored
-image (and the MI statement holds up to that resolution, far below the latents' conditional spread
-at any MI up to :data:`MAX_MI_BITS`).
-
-The tasks hold any MI level from 0 to :data:`MAX_MI_BITS` (the streaming staircase works); the
-presets use mutinfo's grid (0.1 - 10 nats; 16 x 16 and 32 x 32 images; 10,000 pairs; seeds 42-51).
+Why the MI statement holds at the stored precision (float32 images): both renderings can be inverted
+in closed form (:func:`decode_latents`), and ``tests/tasks/test_mutinfo_images.py`` checks that it
+recovers the latents from float32 images to within 1e-5, so distinct latents never share a stored
+image (far below the latents' conditional spread at any MI up to :data:`MAX_MI_BITS`).  The tasks hold
+any MI level from 0 to :data:`MAX_MI_BITS` (the streaming staircase works).  The renderings and
+their inverses in full: docs/tasks.md, "mutinfo's images".
 """
 from __future__ import annotations
 
@@ -67,7 +58,8 @@ def correlated_uniform(n: int, d: int, rho: float, qx: torch.Tensor, qy: torch.T
 
 
 def render_gaussian(p: torch.Tensor, side: int) -> torch.Tensor:
-    """(n, 2) bump centres -> (n, side, side) images (float64)."""
+    """(n, 2) bump centres p -> (n, side, side) images (float64): pixel (i, j) =
+    exp(-((g_j - p_0)^2 + (g_i - p_1)^2) / (2 sigma^2)) on the grid g = linspace(0, 1, side), sigma = 0.2."""
     grid = torch.linspace(0.0, 1.0, side, dtype=F64, device=p.device)
     gx = (grid[None, :] - p[:, 0:1]) ** 2         # along columns j
     gy = (grid[None, :] - p[:, 1:2]) ** 2         # along rows i
@@ -75,7 +67,8 @@ def render_gaussian(p: torch.Tensor, side: int) -> torch.Tensor:
 
 
 def to_rectangle(u: torch.Tensor) -> torch.Tensor:
-    """(n, 4) uniforms -> (n, 4) corners (a_x, b_x, a_y, b_y) in [0, 1], each side >= MIN_SIZE."""
+    """(n, 4) uniforms -> (n, 4) corners (a_x, b_x, a_y, b_y) in [0, 1], each side >= MIN_SIZE: per axis,
+    a = 0.8 (1 - sqrt(1 - u_0)), b = a + 0.2 + u_1 (0.8 - a) (0.2 = MIN_SIZE)."""
     out = torch.empty_like(u)
     for k in (0, 2):
         a = (1.0 - MIN_SIZE) * (1.0 - torch.sqrt(1.0 - u[:, k]))
@@ -95,7 +88,9 @@ def from_rectangle(c: torch.Tensor) -> torch.Tensor:
 
 
 def render_rectangles(c: torch.Tensor, side: int) -> torch.Tensor:
-    """(n, 4) corners -> (n, side, side) anti-aliased rectangles; axis 1 is x, axis 2 is y."""
+    """(n, 4) corners -> (n, side, side) anti-aliased rectangles; axis 1 is x, axis 2 is y: per axis the
+    pixel value is clip(min(k - A, B - k), 0, 1) (A = a side, B = b side, k = 0..side-1), the image their
+    product."""
     k = torch.arange(side, dtype=F64, device=c.device)[None, :]
     c = c * side
 
@@ -106,7 +101,10 @@ def render_rectangles(c: torch.Tensor, side: int) -> torch.Tensor:
 
 
 def decode_latents(kind: str, images: torch.Tensor) -> torch.Tensor:
-    """Recover the uniform latents from (n, side, side) images (the inverse of the rendering).
+    """Recover the uniform latents from (n, side, side) images (the inverse of the rendering): the bump's
+    log-pixels are affine in the grid coordinates with slopes p / sigma^2 (a least-squares fit); the
+    rectangle's edges are A = k - v at its first lit pixel k of value v and B = k + v at its last (the
+    rectangle is > 2 px wide, so each axis profile is the image's maximum along the other axis).
 
     Parameters
     ----------

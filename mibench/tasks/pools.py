@@ -261,7 +261,7 @@ def rendered_decodability(task, identity: dict, sides=("x",), n: int = RENDER_CH
     are ds pool embeddings side by side).  There the support of each block is the pool itself, so
     the check is exact rather than a probe: one decoder is fitted on the whole kept pool and applied
     to every block of the rendered samples (a held-out probe on the ds * hidden concatenation would
-    mostly measure its own over-fitting: fit 1.0, held-out 0.89 at ds 10 with 1,500 samples).
+    mostly gauge its own over-fitting: docs/tasks.md, "text").
 
     Returns {"accuracy": mean held-out per-source accuracy (min over sides), "all_sources_accuracy":
     fraction of held-out samples with every source decoded, "min_source_accuracy", "fit_accuracy",

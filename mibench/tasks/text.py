@@ -1,34 +1,26 @@
 """Text task (Lee & Rhee 2024 §4.4): IMDB review embeddings with known shared information.
 
-Per sample and source i = 1..ds: C_i ~ fair coin (0 = negative, 1 = positive review), X's
-block i is the sentence embedding of a random review of class C_i, Y's block i that of a
-random review of class C'_i = C_i XOR Bernoulli(beta) (BSC; beta solves
-ds * (1 - H_b(beta)) = MI), drawn independently of X's review given the classes, so I(X;Y) =
-ds * (1 - H_b(beta)) exactly; ``exclude_same_item=True`` is the paper's variant (§4.4: a
-*different* review of the same class), which adds an excess of up to ~0.01 bits at ds = 10 with
-~1,000 reviews per class (:meth:`mibench.tasks.pools.ClassPool.draw`).  X and Y are the concatenations of the ds blocks:
+Per sample and source i = 1..ds: C_i ~ fair coin (0 = negative, 1 = positive review), X's block i is
+the sentence embedding of a random review of class C_i, Y's block i that of a random review of class
+C'_i = C_i XOR Bernoulli(beta) (BSC; beta solves ds * (1 - H_b(beta)) = MI), drawn independently of
+X's review given the classes, so I(X;Y) = ds * (1 - H_b(beta)) exactly; ``exclude_same_item=True`` is
+the paper's variant (§4.4: a *different* review of the same class), which adds a small excess
+(:meth:`mibench.tasks.pools.ClassPool.draw`).  X and Y are the concatenations of the ds blocks:
 dr = ds * hidden (3840 for ds = 10 with all-MiniLM-L6-v2's 384-d embeddings).
 
-Embeddings: :mod:`mibench.data.embeddings`.  The default encoder is ``minilm-imdb``: the packaged
-all-MiniLM-L6-v2 fine-tuned end to end on IMDB train labels (:mod:`mibench.data.finetune`), as the
-paper builds D_NLP from BERT embeddings fine-tuned with the class label (§4.3-4.4), so that the
-class is easily decodable and dominates the representation; ``encoder="all-MiniLM-L6-v2"`` is the
-off-the-shelf model (mean pooling + L2 norm), any Hugging Face checkpoint works too.  Embedded
-over a class-balanced subset of ``n_per_class`` reviews per class (default 1500) of the ``split``
-(default train), computed once and cached.  Without the full data (and without an explicit data
-directory) the embedded float16 copy of exactly that default subset is used, and announced; with
-the full data the default pool is seeded from that copy, so it needs no fine-tuned weights.
+The default encoder is ``minilm-imdb``, all-MiniLM-L6-v2 fine-tuned on IMDB train labels
+(:mod:`mibench.data.finetune`), because the paper builds D_NLP from embeddings fine-tuned with the
+class label (§4.3-4.4), so that the class is easily decodable and dominates the representation;
+``encoder="all-MiniLM-L6-v2"`` is the off-the-shelf model, and any Hugging Face checkpoint works
+(:mod:`mibench.data.embeddings`).  Embeddings are standardised per coordinate by default (an
+invertible affine map, MI unchanged; :func:`load_imdb_pool`).
 
-The task emits per-coordinate standardised embeddings by default (``standardize``; an invertible
-affine map, MI unchanged; see :func:`load_imdb_pool`).
+Why the truth holds: each class pool keeps only the reviews a logistic-regression decoder classifies
+correctly with logit margin >= ``margin``, and :func:`mibench.tasks.truth_check.check_blocks` checks
+exactly that no two kept reviews of different classes have identical embeddings, so the class of
+every block is a function of X (see :mod:`mibench.tasks.pools`).
 
-Each class pool keeps only the reviews a logistic-regression decoder classifies correctly with
-logit margin >= ``margin`` (default 1.0): the decoder is error-free on the kept pool (accuracy 1.0,
-recorded), and :func:`mibench.tasks.truth_check.check_blocks` checks exactly that no two kept
-reviews of different classes have identical embeddings, so the class of every block is a function
-of X and I(X;Y) = H(C) per source (see :mod:`mibench.tasks.pools`).  With the off-the-shelf
-encoder, which carries sentiment only weakly, the filter drops ~30% of the reviews; with the
-fine-tuned one almost none.
+The pool, its fallbacks and the filter in full: docs/tasks.md, "How each task is built".
 """
 from __future__ import annotations
 

@@ -1,44 +1,27 @@
 """Exact check that the class of every source is a function of the *rendered* input.
 
-Why (Lee & Rhee 2024 §4.3-4.4; Lee et al. 2023, Thm 3.2): I(X;Y) = H(C) per source needs an error-free
-decoder of C from what the estimator sees -- that such a decoder *exists*, i.e. that C is a
-function of X -- not that a particular (linear) decoder finds it on a finite sample.  C is a
+Why (Lee & Rhee 2024 §4.3-4.4; Lee et al. 2023, Thm 3.2): I(X;Y) = H(C) per source needs an
+error-free decoder of C from what the estimator sees -- that such a decoder *exists*, i.e. that C is
+a function of X -- not that a particular (linear) decoder finds it on a finite sample.  C is a
 function of X exactly when no two inputs that can be sampled with different classes are equal, at
 the precision the estimator receives them (float32 here).  This module checks that condition
 exhaustively over the pools, vectorised; a linear probe on rendered samples
 (:func:`mibench.tasks.pools.rendered_decodability`) stays as a *difficulty* figure.
 
-**Vision canvas** (:class:`mibench.tasks.vision.Renderer`).  Source p's 28x28 patch is tiled into
-the grid and the canvas resized (bilinear, antialias) to side x side.  The resize is linear with
-non-negative weights, separable, and its arithmetic does not depend on the pixel values, so an
-output pixel o whose weights on every other patch's input pixels are exactly zero is a function
-of patch p alone, bit for bit (a zero weight contributes an exact 0).  These *interior* pixels
-S_p are found exactly by resizing one indicator image per patch region (o depends on patch q iff
-the resized indicator of q is > 0 at o).  Every pool item is rendered at every position (one
-canvas per item with the item in all positions; :func:`render_interiors`), so the values on S_p
-of every item that can appear at p are known exactly.
+* **Vision canvas** (:class:`mibench.tasks.vision.Renderer`): the resize is linear with non-negative
+  weights, so an output pixel whose weights on every other patch are exactly zero (an *interior*
+  pixel of patch p, found by resizing indicator images) is a function of patch p alone, bit for
+  bit.  Every pool item is rendered at every position (:func:`render_interiors`); with no nuisance,
+  no two items of different classes may have equal values there (exact byte comparison); with a
+  nuisance eta, every cross-class pair must differ by more than eta B + 1e-5 on some interior pixel
+  (B the largest background value), which separates them under *every* pair of backgrounds.
+* **Text blocks**: X is ds kept embeddings side by side, so no two kept items of different classes
+  may be identical rows.
 
-* Plain rendering (eta = 0): the canvas is clamp(a, 0, 1) with a the resized patch / 255.  If no
-  two items of different classes have equal clamped values on S_p, the class at p is a function
-  of X restricted to S_p.  Checked by sorting the rows' bytes (exact equality, no tolerance).
-* Nuisance (eta > 0, §5.6): x_o = clamp(a_o + eta b_o, 0, 1) with the background b_o in [0, B]
-  (B = the largest value of any resized background of the pool, <= 1).  For two items with
-  |a_o - a'_o| > eta B + 1e-5 at some o in S_p, x_o != x'_o for *every* pair of backgrounds:
-  if a_o > a'_o + eta B then a'_o + eta b' <= a'_o + eta B < a_o <= a_o + eta b, the smaller is
-  < 1 and the larger > 0, so the clamped values differ too (the 1e-5 covers float32 rounding of
-  a + eta b, a few 1e-7).  Every cross-class pair of items at every position must be separated
-  that way (an L-infinity test over S_p: the most discriminative pixels first, densely, then
-  only the pairs still open).  The bound is sufficient, not necessary: pairs it leaves (strong nuisance)
-  make the result *not established*, not failed.
-
-Outcomes: ``holds`` (proved), ``fails`` (two items of different classes render identically: C
-is not a function of X, the task refuses in one line), ``not established`` (no interior pixel for
-some position -- tiny sides -- or the nuisance bound inconclusive; the run records it and says so
-in one line).
-
-**Text blocks**: X is ds kept pool embeddings side by side, unchanged (float32 after the
-invertible standardisation), so the class of block p is a function of X iff no two kept items of
-different classes are identical rows: checked exactly the same way.
+Outcomes: ``holds`` (proved), ``fails`` (C is not a function of X: the task refuses in one line),
+``not established`` (no interior pixel at some position, or the nuisance bound inconclusive: the
+run records it and says so in one line).  The argument in full: docs/tasks.md, "The truth is
+checked on what the estimator sees".
 """
 from __future__ import annotations
 

@@ -1,38 +1,26 @@
 """Vision task (paper 002 §4.3-4.5, §5.4-5.6): MNIST 0/1 digits with known shared information.
 
-Construction, per sample and source i = 1..ds:
-
-* C_i ~ fair coin; X's patch i is a random MNIST digit of class C_i;
-* C'_i = C_i XOR Bernoulli(beta) (binary symmetric channel, beta = bsc_crossover(ds, MI) solves
-  ds * (1 - H_b(beta)) = MI exactly); Y's patch i is a random digit of class C'_i drawn
-  independently of X's digit given the classes, so I(X;Y) = ds * (1 - H_b(beta)) exactly.
-  ``exclude_same_item=True`` is the paper's variant (§4.4: Y is a *different* image of the same
-  class), which adds a small excess over that value (see :meth:`ClassPool.draw`).
+Per sample and source i = 1..ds: C_i ~ fair coin and X's patch i is a random MNIST digit of class
+C_i; Y's patch i is a random digit of class C'_i = C_i XOR Bernoulli(beta) (binary symmetric
+channel, beta = bsc_crossover(ds, MI) solves ds * (1 - H_b(beta)) = MI), drawn independently of X's
+digit given the classes, so I(X;Y) = ds * (1 - H_b(beta)) bits exactly.  ``exclude_same_item=True``
+is the paper's variant (§4.4: a *different* image of the same class), which adds a small excess
+(see :meth:`ClassPool.draw`).
 
 The ds patches are laid out in a ``channels x rows x cols`` grid (``layout="1x2x5"``, the paper's
-default for ds = 10; "2x5" means one channel; RGB stacking is channels = 3).  Each channel's
-(rows*28) x (cols*28) canvas is resized to ``side x side`` with bilinear interpolation
-(``torch.nn.functional.interpolate``, ``align_corners=False``, ``antialias=True`` so that
-down-sizing averages rather than aliases; an exact no-op when the canvas is already side x side).
-dr = channels * side^2, values in [0, 1].  The default side is the paper's 64 (§5.5: images of size
-64^2 resized to 10^2..100^2; the authors' default dr = 4096 for ds = 10).
+default for ds = 10) and each channel's canvas is resized (bilinear, antialiased) to ``side x side``,
+the paper's 64 by default (§5.5): dr = channels * side^2, values in [0, 1].  A nuisance eta (§5.6)
+composites every canvas over its own independent CIFAR-10 background, clip(canvas + eta *
+background, 0, 1); the backgrounds are independent of everything else, so the MI is unchanged.
 
-Nuisance eta in [0, 1] (§5.6): every X and Y canvas is composited over its own independent random
-CIFAR-10 image (grayscale, ITU-R 601 luma, unless channels = 3, which takes RGB; other channel
-counts repeat the grayscale), resized to side x side the same way:
-``clip(canvas + eta * background, 0, 1)``.  Backgrounds are independent of everything else, so the
-true MI is unchanged.  The grey conversion and resize of the background pool are done once at
-construction when the result fits in 128 MB (per batch otherwise).
+Why the truth holds on what the estimator sees (§4.3): the pool filter makes every raw digit
+decodable (:mod:`mibench.tasks.pools`), and :mod:`mibench.tasks.truth_check` checks exactly, at
+float32, that no two digits of different classes render to the same pixels at any position (the
+nuisance included); ``info()`` records that check (``truth_check``; a failure refuses in one line)
+and a linear probe's accuracy as a difficulty figure (``rendered_decoder``).  Everything is
+vectorised torch on ``device``: a batch is an index gather plus one interpolate call.
 
-True MI = ds * (1 - H_b(beta)) bits, which needs the class of every source to be a function of
-what the estimator sees (paper §4.3): the pool filter makes every raw digit decodable
-(:mod:`mibench.tasks.pools`, decoder accuracy 1.0 on the kept pool), and
-:mod:`mibench.tasks.truth_check` checks exactly, at float32, that no two digits of different
-classes render to the same pixels at any position (with the nuisance included); ``info()``
-records that check (``truth_check``; a failure refuses, in one line) and a linear probe's held-out
-accuracy on rendered samples as a difficulty figure (``rendered_decoder``).  Everything is
-vectorised torch on ``device``: one uint8 tensor per pool, a batch is an index gather plus one
-interpolate call.
+The construction in full (layout, resize, backgrounds): docs/tasks.md, "How each task is built".
 """
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 A training step allocates a dozen K^2 x h activation buffers (4 MiB each at batch 64) and frees
 them again; glibc serves blocks that size with ``mmap`` and unmaps them on free, so every step
-page-faults ~60 MiB of fresh zeroed pages (measured: 26.0 -> 21.2 ms per 1-thread step at
-d = 784; ``benchmarks/bench_step_parts.py`` section 3).  :func:`tune_cpu_allocator` raises glibc's
+page-faults ~60 MiB of fresh zeroed pages (the time that costs: benchmarks/README.md, "Performance";
+``benchmarks/bench_step_parts.py`` section 3).  :func:`tune_cpu_allocator` raises glibc's
 mmap and trim thresholds (``mallopt``) so freed blocks are reused; memory stays flat at the step's
 working set.
 

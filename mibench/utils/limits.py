@@ -11,8 +11,8 @@ Two kinds of limit (the table is in docs/run-directory.md, "Size limits"):
   (:func:`available_memory`: ``psutil`` if installed, else ``/proc/meminfo`` MemAvailable; on a
   CUDA device its free memory for what lives there).  A run may plan to use :data:`HEADROOM` of it.
 
-The estimates are upper-side approximations (within a factor of about two of the measured peak),
-meant to refuse what cannot fit, not to predict the peak to the byte.  Light: no torch or numpy at
+The estimates are upper-side approximations (how close they come to real peaks: docs/run-directory.md,
+"Size limits"), meant to refuse what cannot fit, not to predict the peak to the byte.  Light: no torch or numpy at
 import.
 """
 from __future__ import annotations
@@ -39,15 +39,13 @@ HARD_LIMITS = {
 FLOAT = 4
 #: copies of each critic parameter while training: the value, its gradient and Adam's two moments
 ADAM_COPIES = 4
-#: copies of a hidden layer's activations a training step holds (value, ReLU mask, gradient);
-#: measured peaks of a joint 2 x 256 critic: 2.6 GB at batch 512, 6.3 GB at batch 1024 (estimated
-#: 2.4 and 9.4 GB)
+#: copies of a hidden layer's activations a training step holds (value, ReLU mask, gradient)
 ACTIVATION_COPIES = 3
 #: copies of a step's score matrix (the scores, the head's exp / log-sum-exp temporaries, gradients)
 SCORE_COPIES = 8
 #: bytes a streaming run records per step and estimator: the device buffer (float32), its host copy
 #: (float64), the summary's and the figure's arrays and estimates.csv's rows as text when the run
-#: finishes (measured: 146 bytes at 400,000 steps x 2 estimators)
+#: finishes (rounded up from a real run's bytes: docs/run-directory.md, "Size limits")
 RECORD_BYTES_PER_STEP = 160
 #: bytes ``mibench.estimate`` keeps per training step (the loss buffer and the curve)
 ESTIMATE_BYTES_PER_STEP = 12

@@ -29,7 +29,7 @@ phi(t) = log(exp(int_0^t beta) - 1) on [T_MIN, 1] (:func:`readout_nodes`): d phi
 the integral is 1/2 int E||eps_hat_p - eps_hat_q||^2 d phi, a smooth integrand in phi (the change of
 variables behind the paper's importance-sampled Monte Carlo over t), each point averaged over the
 held-out pairs with fresh noise.  Why these choices (the comparison with the authors' code):
-docs/estimators.md, "The newer estimators against the truth and against their references".
+docs/estimators.md, "The newer estimators: against the truth and against their references".
 """
 from __future__ import annotations
 
@@ -182,8 +182,8 @@ class MINDE(HeldOutEstimator):
         model = models["denoiser"]
         gen = torch.Generator(device=x.device).manual_seed(1)
         # nodes evenly spaced in phi(t), where the weight beta / (2 s^2) dt is d phi / 2: evenly spaced
-        # in log s_t^2 with a trapezoid in t, 64 nodes over-read minde-c by 0.5 bit at 4 bits (the
-        # paper's §3 integral; module docstring)
+        # in log s_t^2 with a trapezoid in t, 64 nodes over-read minde-c (the paper's §3 integral; module
+        # docstring; docs/estimators.md, MINDE)
         phi, ts = readout_nodes(self.readout_times)
         vals = torch.stack([self._integrand(model, x, y, float(t), gen).double().mean() for t in ts])
         value = float(torch.trapezoid(vals, phi))

@@ -5,30 +5,22 @@ it (plus wall-clock seconds), and bias / variance / MSE are taken **over seeds**
 * Datasets: ``task.sample(n, mi_bits, generator)`` with a generator seeded from
   ``derived_seed(seed, "sample", level)``, so every estimator of a run (and of any other run with
   the same task, n, seed and level) sees the same pairs; any task works.
-* Estimators: sample-based ones (``kind`` black-box / generative,
-  :mod:`mibench.estimators.kinds`) are called as ``estimate(x, y, seed=seed)``; critic-bound
-  ones go through ``mibench.estimate(x, y, estimator=NAME, critic=..., seed=SEED, units="nats")``
-  (trained on a split, held-out value).
-* Isolation: with a ``timeout`` (default 600 s) every estimate runs in a spawned worker process
-  (:class:`mibench.protocols.workers.EstimateWorker`) that is killed when the estimate runs past it; an
-  exception, a NaN / inf, a timeout or a crashed worker is recorded for that estimate (``status``)
-  and the run carries on.  ``timeout=None`` runs in-process (no protection against hangs).
+* Estimators: sample-based ones (``kind`` black-box / generative, :mod:`mibench.estimators.kinds`)
+  are called on the arrays; critic-bound ones go through ``mibench.estimate`` (trained on a split,
+  held-out value).
+* Isolation: with a ``timeout`` every estimate runs in a spawned worker process
+  (:class:`mibench.protocols.workers.EstimateWorker`) that is killed when the estimate runs past it, so
+  a hang or a crash costs one estimate, not the run; ``timeout=None`` runs in-process.
 * Outputs (through :mod:`mibench.records`): ``config.json`` (``"protocol": "sample"``),
-  ``sample_estimates.csv`` (rewritten after every estimate), ``summary.csv`` and ``estimates.png``.
-* Resume: the estimates already in ``sample_estimates.csv`` are kept and the rest are run.
+  ``sample_estimates.csv`` (rewritten after every estimate, so a run resumes from the last one),
+  ``summary.csv`` and ``estimates.png``.
 
-Two status columns: ``status`` is the outcome of the estimate as a computation (``ok``, ``error``,
-``non_finite``, ``timeout``, ``crashed``) or ``implausible`` (a number the plausibility rule of
-:mod:`mibench.estimation.plausibility` refuses: counted as failed, never averaged); ``mi_status`` is
-how far the estimator itself trusts its
-number: for critic-bound estimators :class:`mibench.estimation.EstimateResult`'s ``status``, with
-``mi_stderr`` its standard error (bits) and ``clipped`` whether a negative held-out value was
-reported as 0; for black-box / generative estimators that return a bare float, the object's
-``status`` attribute if it sets one, else empty.  In ``summary.csv``, ``mi_status`` counts the
-statuses over the successful seeds (``converged:2;overfit:1``) and ``mi_stderr`` is their mean.
-
-Summary metrics (bits): ``mean_estimate`` and ``bias`` over the successful seeds, ``variance`` the
-population variance over them, ``mse`` = mean squared error = bias^2 + variance.
+Two status columns keep apart whether an estimate was obtained (``status``: ``ok``, a failure, or
+``implausible`` for a number :mod:`mibench.estimation.plausibility` refuses -- counted as failed,
+never averaged) and how far the estimator itself trusts its number (``mi_status``, ``mi_stderr``).
+Summary metrics (bits) are over the successful seeds: ``mean_estimate``, ``bias``, ``variance`` (the
+population variance), ``mse`` = bias^2 + variance.  The columns in full: docs/run-directory.md,
+"The sample protocol".
 """
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ class StreamProtocol(StreamRecords, StreamCells, RunProtocol):
         return StreamConfig(task_params=task_params, **values_from_args(args, StreamConfig))
 
     def failed_estimates(self, config: dict) -> list[str]:
-        return []          # a diverged estimator is a measured outcome, recorded with its step
+        return []          # a diverged estimator is a result, recorded with its step
 
     def default_run_name(self, cfg) -> str:
         est = ",".join(cfg.estimators)

@@ -69,7 +69,7 @@ def prepare(cfg: StreamConfig) -> PreparedStream:
     shortest = int(np.diff(schedule.boundaries).min())
     if cfg.burn_in >= shortest:
         raise MibenchError(f"--burn-in {cfg.burn_in} is as long as an MI level ({shortest} steps): no step would be "
-                           "measured; use a smaller --burn-in or more --steps")
+                           "scored; use a smaller --burn-in or more --steps")
     device = resolve_device(cfg.device)
     if cfg.precision == "tf32" and device.type != "cuda":
         raise MibenchError("--precision tf32 needs a CUDA device (on CPU use fp32, or bf16 as the reduced-precision "

@@ -33,7 +33,8 @@ from mibench.protocols.runtime import check_stop
 from mibench.utils.seeding import derived_seed
 from mibench.utils.units import nats_to_bits
 
-#: engine used by ``auto`` per device type (see benchmarks/bench_training.py for the measurements)
+#: engine used by ``auto`` per device type: sequential on CPU, where stacking ran slower; stacked elsewhere
+#: (untimed there; benchmarks/README.md, "Performance")
 STACKED_DEFAULT = {"cpu": "sequential", "cuda": "stacked", "mps": "stacked"}
 
 
@@ -84,7 +85,7 @@ def build_models(cfg, dim_x: int, dim_y: int, device, shapes=None):
 def choose_engine(cfg, device: torch.device) -> str:
     """``sequential``: one critic after another (on CPU each GEMM goes through oneDNN);
     ``stacked``: all joint critics in one batched pass (:mod:`mibench.critics.stacked`).
-    ``auto`` picks what ``benchmarks/bench_training.py`` measured faster for the device."""
+    ``auto`` picks :data:`STACKED_DEFAULT`'s engine for the device."""
     if cfg.engine != "auto":
         return cfg.engine
     if len(training_groups(cfg.estimators)) < 2 or cfg.critic.lower() not in ("joint", "concat"):
