@@ -5,53 +5,7 @@ directory below the given paths whose ``config.json`` says ``complete`` is used,
 counted and skipped.  Each run contributes its ``summary.csv`` rows (per estimator and true-MI
 level) as **one sample per seed**.
 
-Leaderboard columns (``leaderboard.csv``; one row per setup x estimator x true-MI level)
------------------------------------------------------------------------------------------
-========================  ===================================================================
-task, task_params         task name; its parameters that differ from the task's defaults
-                          (``k=v;k=v``, ``data_dir`` left out)
-ds, dr                    number of information sources, representation dimension (task info)
-critic, layers, hidden,   critic type, depth (hidden layers), width, separable embedding size
-embed
-batch_size, lr, steps     training protocol
-schedule, burn_in         MI schedule as given (``stepwise``, ``2``, ``2,4,6``) and the
-                          per-level burn-in excluded from the metrics
-estimator                 estimator name
-rank                      rank of the estimator among the estimators of the same setup (all
-                          columns above except estimator), by ``rank_score``; 1 = best; ties
-                          share the lower rank
-rank_score                MSE averaged over the setup's true-MI levels (bits^2); an estimator with
-                          no finite estimate at some level scores +inf (ranked last)
-true_mi                   the true-MI level (bits)
-n_seeds, seeds            number of seeds aggregated and their list (``0;1;2``)
-mean_estimate             mean estimate over the level's steps, averaged over seeds (bits)
-bias, variance, mse       per-seed bias (bits), variance over steps (bits^2) and MSE (bits^2) of
-                          the level window (see :mod:`mibench.metrics`), averaged over seeds
-*_ci95                    half-width of the 95% confidence interval of that mean across seeds,
-                          Student t with n_seeds - 1 degrees of freedom; empty when n_seeds = 1
-abs_bias                  |bias| of the seed-mean (bits)
-diverged_seeds            seeds in which the estimator diverged (non-finite estimate) at or
-                          before the end of this level's window; sample protocol: failed
-                          estimates (exception, NaN / inf, timeout)
-protocol, n               ``stream`` (n = 0) or ``sample``: one fixed dataset of n pairs
-                          per level and seed; bias / MSE over the seeds' single estimates and
-                          ``variance`` the variance over seeds (bits^2); layers ... lr, steps are 0
-                          for the sample protocol (mibench.estimate's data-sized defaults) unless set
-kind                      critic | black-box | generative
-bound                     lower bound | upper bound | estimate: what the estimator's number is
-                          relative to the truth (its registry entry; empty for an unknown name)
-bound_check               for a bound: ``above truth`` (a lower bound) / ``below truth`` (an
-                          upper bound) when the seed-mean crossed the truth by more than its 95%
-                          interval, else ``holds``; empty for an estimate
-seconds, n_parameters     sample protocol: mean wall-clock seconds per estimate, trainable parameters
-mi_status, mi_stderr      sample protocol: the estimators' own statuses counted over the seeds'
-                          successful estimates (``converged:2;overfit:1``; critic-bound estimators
-                          via mibench.estimate, empty for bare-float estimators) and the mean of
-                          their standard errors (bits; empty when none reported)
-========================  ===================================================================
-
-Rows are ordered by the setup columns (task, task_params, critic, layers, hidden, embed,
-batch_size, lr, steps, schedule, burn_in), then rank, estimator and true_mi.
+The columns are documented in docs/sweeps.md ("Leaderboard"); :data:`COLUMNS` lists them in order.
 """
 from __future__ import annotations
 

@@ -1,47 +1,22 @@
 """Dependence a variational bound cannot put a number on, found before any training:
 
-* **none at all**: ``x`` or ``y`` is constant (every column has one value), so I(X;Y) = 0;
+* **none at all**: ``x`` or ``y`` is constant (every column has one value), so I(X;Y) = 0
+  (:func:`constant_input`);
 * **deterministic**: a continuous coordinate of Y is a one-to-one function of X's coordinates, so
-  I(X;Y) is infinite (the joint distribution has no density; a bound trained on n pairs would
-  report a large but finite number: docs/estimators.md, "Statuses").
+  I(X;Y) is infinite (the joint distribution has no density; a bound trained on n pairs would report a
+  large but finite number: docs/estimators.md, "Statuses") (:func:`deterministic_dependence`).
 
-A sample can only show that a relation holds to some precision, and y = x + 1e-6 noise has finite
-MI (log 1e6 = 13.8 nats): noise that small keeps the ranks, and the canonical correlation is
-1 - 5e-13.  Neither is evidence by itself (an earlier rule read both as deterministic).  The relation
-must be *exact*, its residual explained by the rounding of the stored values or (for a smooth map
-read through a local fit) by a millionth of the gap between neighbouring values:
-
-1. **a monotone map of one column.**  A continuous column of Y whose normal scores (ranks,
-   :mod:`mibench.estimation.preprocess`) equal +-1 times those of a continuous column of X is a
-   candidate (tied values share their mid-rank, so tie groups must coincide).  It is confirmed
-   only when y is a *smooth* function of x at the precision of the data (:func:`_smooth_function`):
-   with the distinct x sorted, each y_i is predicted by the quintic through its six neighbours
-   (three on each side); for a smooth g the residual is ~ h^5 g^(6) (h the spacing), for noise of
-   standard deviation s it is ~ s.  The median residual must be within max(1e-6 x the gap
-   |y_(i+1) - y_(i-1)| / 2, a few units of rounding of the values): y = x, exp(x), -x^3, 2x + 1
-   pass (the quintic leaves far less than that on exp(x)), y = x + s noise fails for
-   s >= 1e-6 * gap / 2 (for standardised x and n <= 10^5 pairs, any s >= 1e-10).
-2. **a linear map.**  Where there are more pairs than continuous columns plus one (with fewer, n
-   centred pairs span at most n - 1 dimensions and a canonical correlation of 1 is forced: no
-   evidence), the continuous columns number at most :data:`CCA_MAX_DIM` and their
-   largest canonical correlation (from the covariance) exceeds :data:`SCREEN_CORRELATION`, the
-   relation is confirmed on the data themselves (:func:`_linear_residual`): the smallest sine of
-   the principal angles between the centred column spans, sin(theta) = |residual| / |y| of the best
-   linear prediction of a combination of Y's columns from X, computed without forming a
-   covariance (which squares it: 1 - r = sin^2 / 2 vanishes below 1e-8 in float64).  It must be
-   within :data:`LINEAR_RESIDUAL` or the rounding of the values (y = A x + b, rotations, sums of
-   columns); y = x + s noise gives sin(theta) = s / sd(y).
-
-"Rounding of the values": each column's unit roundoff u is that of the narrowest float type that
-holds all its values exactly (2^-11, 2^-24 or 2^-53), so float32 data computed as y = x ** 3 stay
-deterministic; noise within a few units of the last place of float32 values (s < ~1e-6 |y|) cannot be
-told from rounding and reads as deterministic there.
-
+A sample can only show that a relation holds to some precision, and y = x + 1e-6 noise has finite MI
+(log 1e6 = 13.8 nats): noise that small keeps the ranks, and the canonical correlation is 1 - 5e-13.
+Neither is evidence by itself.  The relation must be *exact*, its residual explained by the rounding
+of the stored values or (for a smooth map read through a local fit) by a millionth of the gap between
+neighbouring values: two tests, :func:`_monotone_relation` and :func:`_linear_relation`.  "Rounding of
+the values": each column's unit roundoff u is that of the narrowest float type that holds all its
+values exactly (2^-11, 2^-24 or 2^-53), so float32 data computed as y = x ** 3 stay deterministic.
 "Continuous" means at least :data:`CONTINUOUS_DISTINCT_FRACTION` of the training values of the column
-are distinct: a deterministic relation between discrete variables (class labels, one-hot codes,
-a finite pool of embeddings) has finite MI, which the estimators can measure.  A deterministic
-nonlinear map that mixes several coordinates, or a monotone map that is not smooth at the sample's
-spacing, is not detected.
+are distinct: a deterministic relation between discrete variables (class labels, one-hot codes, a finite
+pool of embeddings) has finite MI, which the estimators can measure.  A deterministic nonlinear map that
+mixes several coordinates, or a monotone map that is not smooth at the sample's spacing, is not detected.
 """
 from __future__ import annotations
 
@@ -131,7 +106,20 @@ def _smooth_function(xc: np.ndarray, yc: np.ndarray) -> bool:
 
 
 def _monotone_relation(raw_x: np.ndarray, raw_y: np.ndarray, cx: np.ndarray, cy: np.ndarray) -> str | None:
-    """Test 1 of the module docstring on the continuous columns ``raw_x`` (indices ``cx``), ``raw_y``."""
+    """Test 1, **a monotone map of one column**, on the continuous columns ``raw_x`` (indices ``cx``),
+    ``raw_y``.
+
+    A continuous column of Y whose normal scores (ranks,
+    :mod:`mibench.estimation.preprocess`) equal +-1 times those of a continuous column of X is a
+    candidate (tied values share their mid-rank, so tie groups must coincide).  It is confirmed
+    only when y is a *smooth* function of x at the precision of the data (:func:`_smooth_function`):
+    with the distinct x sorted, each y_i is predicted by the quintic through its six neighbours
+    (three on each side); for a smooth g the residual is ~ h^5 g^(6) (h the spacing), for noise of
+    standard deviation s it is ~ s.  The median residual must be within max(1e-6 x the gap
+    |y_(i+1) - y_(i-1)| / 2, a few units of rounding of the values): y = x, exp(x), -x^3, 2x + 1
+    pass (the quintic leaves far less than that on exp(x)), y = x + s noise fails for
+    s >= 1e-6 * gap / 2 (for standardised x and n <= 10^5 pairs, any s >= 1e-10).
+    """
     from mibench.estimators.preprocess import normal_scores
 
     xs, ys = raw_x.copy(), raw_y.copy()
@@ -163,8 +151,20 @@ def _linear_residual(xs: np.ndarray, ys: np.ndarray) -> float:
 
 
 def _linear_relation(raw_x: np.ndarray, raw_y: np.ndarray) -> str | None:
-    """Test 2 of the module docstring on the continuous columns ``raw_x``, ``raw_y`` (each column
-    scaled to unit variance first, which leaves canonical correlations unchanged)."""
+    """Test 2, **a linear map**, on the continuous columns ``raw_x``, ``raw_y`` (each column scaled to unit
+    variance first, which leaves canonical correlations unchanged).
+
+    Where there are more pairs than continuous columns plus one (with fewer, n
+    centred pairs span at most n - 1 dimensions and a canonical correlation of 1 is forced: no
+    evidence), the continuous columns number at most :data:`CCA_MAX_DIM` and their
+    largest canonical correlation (from the covariance) exceeds :data:`SCREEN_CORRELATION`, the
+    relation is confirmed on the data themselves (:func:`_linear_residual`): the smallest sine of
+    the principal angles between the centred column spans, sin(theta) = |residual| / |y| of the best
+    linear prediction of a combination of Y's columns from X, computed without forming a
+    covariance (which squares it: 1 - r = sin^2 / 2 vanishes below 1e-8 in float64).  It must be
+    within :data:`LINEAR_RESIDUAL` or the rounding of the values (y = A x + b, rotations, sums of
+    columns); y = x + s noise gives sin(theta) = s / sd(y).
+    """
     from mibench.estimation.gaussian_start import canonical_correlations
 
     if raw_x.shape[0] <= raw_x.shape[1] + raw_y.shape[1] + 1:

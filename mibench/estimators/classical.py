@@ -1,8 +1,9 @@
-"""Classical (non-neural) MI estimators: the one implementation of KSG, the Gaussian / CCA closed
-form and the plug-in histogram estimator in mibench.  The sample protocol registers them as
-black-box estimators (``ksg``, ``ksg-<k>``, ``gaussian``, ``histogram``, ``histogram-<bins>``); the
-disentanglement metrics' MI back-ends (:mod:`mibench.disentanglement.backends`) are thin adapters
-over the same kernels (clipping at 0, discrete factors).
+"""Classical (non-neural) MI estimators: the one implementation of KSG, the Gaussian / CCA closed form
+and the plug-in histogram estimator in mibench.  The sample protocol registers them as black-box
+estimators (``ksg``, ``ksg-<k>``, ``gaussian``, ``histogram``, ``histogram-<bins>``: :class:`KSG`,
+:class:`GaussianCCA`, :class:`Histogram`); unlike the disentanglement metrics' MI back-ends
+(:mod:`mibench.disentanglement.backends`, thin adapters over the same kernels) they do **not** clip at 0,
+so a benchmark sees each estimator's real bias and variance.
 
 Kernels (arrays in, nats out, no Python loop over samples):
 
@@ -14,26 +15,6 @@ Kernels (arrays in, nats out, no Python loop over samples):
   eq. 8.56 for the Gaussian entropies).
 * :func:`plugin_mi` on :func:`equal_width_bins` -- the plug-in estimator on equal-width bins (20 per
   variable, as disentanglement_lib).
-
-Sample estimators (``kind = "black-box"``, ``n_parameters = 0``,
-``estimate(x (n, dx), y (n, dy), *, seed=0) -> nats``); unlike the back-ends they do **not** clip at 0,
-so a benchmark sees each estimator's real bias and variance:
-
-* ``ksg`` (``ksg-<k>``): Kraskov, Stögbauer & Grassberger (2004), *Estimating mutual information*,
-  Phys. Rev. E 69, 066138 — estimator 1 (eq. 8), k = 3, on standardised columns with 1e-10 jitter
-  (§II) seeded by ``seed``; no Python loop over samples.  Up to
-  :data:`KSG_BRUTE_ABOVE` joint dimensions: max-norm, k-d trees
-  (``scipy.spatial.cKDTree``); above (k-d trees degrade towards brute force with dimension):
-  Euclidean norms in x and y with the joint max of the two — valid for estimator 1, KSG 2004 §II —
-  by exact blocked GEMM in torch.  The search used is in ``last_info`` and in the sample run's
-  ``config.json`` (``estimator_info``).
-* ``gaussian``: the Gaussian closed form ½ (log det Σ_x + log det Σ_y − log det Σ_xy) on sample
-  covariances, i.e. −½ Σ_i log(1 − ρ_i²) over the canonical correlations ρ_i (Hotelling 1936;
-  Cover & Thomas eq. 8.56 for the Gaussian entropies).  Exact for jointly Gaussian data (up to
-  sampling bias ~ dx·dy/(2n)), the linear part of the dependence otherwise.  Degenerate directions
-  (constant pixels) are dropped; a deterministic linear relation gives ``inf``.
-* ``histogram`` (``histogram-<bins>``): plug-in MI on equal-width bins (20 per variable, as
-  disentanglement_lib); **one-dimensional x and y only** — anything else is refused with one line.
 """
 from __future__ import annotations
 
@@ -264,7 +245,12 @@ def gaussian_mi_samples(a: np.ndarray, b: np.ndarray) -> float:
 # -------------------------------------------------------------------------------- sample estimators
 
 class KSG:
-    """Kraskov et al. (2004) estimator 1 (see module docstring)."""
+    """``ksg`` (``ksg-<k>``): Kraskov, Stögbauer & Grassberger (2004), estimator 1 (eq. 8), k = 3, on z-scored
+    columns with 1e-10 jitter (§II) seeded by ``seed``.  Up to :data:`KSG_BRUTE_ABOVE` joint dimensions:
+    max-norm, k-d trees (``scipy.spatial.cKDTree``); above (k-d trees degrade towards brute force with
+    dimension): Euclidean norms in x and y with the joint max of the two -- valid for estimator 1, KSG 2004
+    §II -- by exact blocked GEMM in torch.  The search used is in ``last_info`` and in the sample run's
+    ``config.json`` (``estimator_info``)."""
 
     kind = "black-box"
     n_parameters = 0
@@ -283,7 +269,9 @@ class KSG:
 
 
 class GaussianCCA:
-    """Gaussian / canonical-correlation closed form on sample covariances (see module docstring)."""
+    """``gaussian``: the Gaussian closed form on sample covariances (:func:`gaussian_mi_samples`).  Exact for
+    jointly Gaussian data (up to sampling bias ~ dx·dy/(2n)), the linear part of the dependence otherwise.
+    Degenerate directions (constant pixels) are dropped; a deterministic linear relation gives ``inf``."""
 
     kind = "black-box"
     n_parameters = 0
@@ -295,7 +283,8 @@ class GaussianCCA:
 
 
 class Histogram:
-    """Plug-in MI on equal-width bins, one-dimensional x and y (see module docstring)."""
+    """``histogram`` (``histogram-<bins>``): plug-in MI on equal-width bins (20 per variable, as
+    disentanglement_lib); **one-dimensional x and y only** -- anything else is refused with one line."""
 
     kind = "black-box"
     n_parameters = 0

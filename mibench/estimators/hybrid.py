@@ -8,22 +8,10 @@ density q(y|x),
 the first term a generative estimate and the second a divergence a critic estimates with its
 negatives drawn from q(.|x) instead of p(y): where q is close to p(y|x), the critic only has to find
 the small residual, far below the log-batch-size and high-variance limits of the discriminative
-bounds on I itself.
-
-Here, as in torch-mist's stock configuration and by composition as there:
-
-* the generative term is a trained generative estimator's, by default ``doe-flow`` on zuko MAF flows
-  (E_test[log q(y|x)] - E_test[log q(y)]; :mod:`mibench.estimators.generative.doe`), handed over by the
-  registry (any estimator of :mod:`mibench.estimators.generative` whose ``models["conditional"]`` can
-  sample: ``flows="zuko-maf"``) and trained on the hybrid's split with the hybrid's training settings;
-* the residual is NWJ's bound (Nguyen, Wainwright & Jordan 2010; Poole et al. 2019, eq. 9) on the KL,
-  E_p[f(x, y)] - E_{p(x) q(y'|x)}[e^{f(x, y') - 1}], with a joint MLP critic f trained after the
-  flows by the same loop, the flows frozen (torch-mist's tutorial freezes its trained DoE the same
-  way), ``negatives`` draws y' ~ q(.|x) per training pair (drawn once) and ``test_negatives`` fresh
-  ones per test pair.
-
-The NWJ term is a lower bound on the KL, but q(y)'s cross-entropy is an upper bound on H(Y), so the
-sum is an estimate, not a bound (its error: q(y)'s excess entropy minus NWJ's slack).
+bounds on I itself.  The estimator is a composition (:class:`ResampledHybrid`): a trained generative
+estimator and an NWJ critic.  The NWJ term is a lower bound on the KL, but q(y)'s cross-entropy is an
+upper bound on H(Y), so the sum is an estimate, not a bound (its error: q(y)'s excess entropy minus
+NWJ's slack).
 """
 from __future__ import annotations
 
@@ -75,8 +63,19 @@ class _JointCritic(nn.Module):
 
 
 class ResampledHybrid(HeldOutEstimator):
-    """``hybrid-resampled`` (module docstring): ``generative``, a trained generative estimator whose
-    conditional flow samples, composed with an NWJ critic; settings: :class:`HybridSettings`."""
+    """``hybrid-resampled`` (module docstring), as torch-mist's stock configuration and by composition as
+    there; settings: :class:`HybridSettings`.
+
+    * The generative term is ``generative``'s, a trained generative estimator whose ``models["conditional"]``
+      can sample (``flows="zuko-maf"``); the registry hands it ``doe-flow`` on zuko MAF flows
+      (E_test[log q(y|x)] - E_test[log q(y)]).  It trains on the hybrid's split with the hybrid's training
+      settings (:data:`SHARED_TRAINING`).
+    * The residual is NWJ's bound (Nguyen, Wainwright & Jordan 2010; Poole et al. 2019, eq. 9) on the KL,
+      E_p[f(x, y)] - E_{p(x) q(y'|x)}[e^{f(x, y') - 1}], with a joint MLP critic f trained after the flows
+      by the same loop, the flows frozen (torch-mist's tutorial freezes its trained DoE the same way),
+      ``negatives`` draws y' ~ q(.|x) per training pair (drawn once) and ``test_negatives`` fresh ones per
+      test pair.
+    """
 
     name = "hybrid-resampled"
     bound = ESTIMATE

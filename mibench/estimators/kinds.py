@@ -1,34 +1,17 @@
 """The estimator interfaces mibench benchmarks, as small protocols in the style of bmi's
-``src/bmi/interface.py``.  Three kinds of estimator, one registry (``mibench.estimators.ESTIMATORS``):
+``src/bmi/interface.py``: three kinds of estimator, one registry (``mibench.estimators.ESTIMATORS``).
 
-``"critic"``  -- :class:`CriticBound`: today's :class:`mibench.estimators.Estimator` ``nn.Module``
-    heads.  ``forward(scores) -> (loss, estimate_nats)`` on the critic's K x K score matrix; the
-    harness trains the critic.  They run under **both** protocols: streaming (``mibench run`` without
-    ``--n``: a fresh batch per step, a staircase) and sample-based (``--n N``: the head and a critic
-    are trained on the fixed dataset by ``mibench.estimate(x, y, estimator=NAME, critic=...,
-    seed=SEED, units="nats")``, which reports a held-out value; its result's ``.status``,
-    ``.seconds``, ``.n_parameters``, ``.mi_stderr`` are read with ``getattr`` defaults).
+* ``"critic"`` -- :class:`CriticBound`: heads on a critic's K x K score matrix, under both protocols (the
+  streaming one trains the critic; under the sample protocol ``mibench.estimate`` trains it on the fixed
+  dataset and reports a held-out value);
+* ``"black-box"`` / ``"generative"`` -- :class:`SampleEstimator`: one dataset in, one number (nats) out;
+  sample protocol only (asked to stream, refused in one line: :func:`require_streamable`).  A plain
+  function ``f(x, y) -> float`` is one too (:class:`FunctionEstimator`).
 
-``"black-box"`` / ``"generative"`` -- :class:`SampleEstimator`: any object with
-
-    * class attribute ``kind: str`` -- ``"black-box"`` (KSG, CCA, histogram, a user's function) or
-      ``"generative"`` (trains its own model: flows, difference of entropies, score models);
-    * ``estimate(self, x: np.ndarray, y: np.ndarray, *, seed: int = 0) -> float`` -- I(X;Y) in
-      **nats** for ``x`` (n, dx) and ``y`` (n, dy) float64 arrays (one dataset, one number);
-    * ``n_parameters: int`` -- trainable parameters (0 for non-parametric; may be set during
-      ``estimate``).
-
-    Registered like any estimator: ``ESTIMATORS.add(name, description, ClassFactory(cls, args))``
-    (its kind read off the class, never by building one), or with any zero-argument factory.  They run
-    only under the sample protocol; asked to stream they are refused with one line
-    (:func:`require_streamable`).
-
-A plain function ``f(x, y) -> float`` (nats) is a black-box estimator too: :func:`as_estimator`
-wraps it in :class:`FunctionEstimator` (a ``seed`` keyword is passed when ``f`` accepts one).
-
-Plug-ins: a name ``package.module:Name`` is resolved by import and names in the
-``mibench.estimators`` entry-point group are discovered (:mod:`mibench.estimators.lookup`);
-``mibench.register_estimator`` adds objects at run time (:mod:`mibench.estimators.plugins`).
+Registry entries are :class:`ClassFactory` objects: an entry's kind, training objective and bound are
+read off the class, never by building one.  Plug-ins (``package.module:Name``, the ``mibench.estimators``
+entry-point group, ``mibench.register_estimator``): :mod:`mibench.estimators.lookup` and
+:mod:`mibench.estimators.plugins`.
 """
 from __future__ import annotations
 
@@ -55,8 +38,11 @@ BOUND_KINDS = (LOWER_BOUND, UPPER_BOUND, ESTIMATE)
 
 @runtime_checkable
 class CriticBound(Protocol):
-    """A critic-bound head (``mibench.estimators.Estimator``): turns a K x K score matrix into
-    ``(loss to minimise, reported estimate in nats)``."""
+    """A critic-bound head (``mibench.estimators.Estimator``, an ``nn.Module``): turns a K x K score matrix
+    into ``(loss to minimise, reported estimate in nats)``; the harness trains the critic.  Under the
+    streaming protocol (``mibench run`` without ``--n``) a fresh batch per step, a staircase; under the
+    sample protocol (``--n N``) ``mibench.estimate(x, y, estimator=NAME, critic=..., seed=SEED,
+    units="nats")`` trains head and critic on the fixed dataset and reports a held-out value."""
 
     training_objective: str | None
 
@@ -69,7 +55,18 @@ class CriticBound(Protocol):
 
 @runtime_checkable
 class SampleEstimator(Protocol):
-    """A sample-based estimator (black-box or generative): one dataset in, one number (nats) out."""
+    """A sample-based estimator (black-box or generative): one dataset in, one number (nats) out.
+
+    * class attribute ``kind: str`` -- ``"black-box"`` (KSG, CCA, histogram, a user's function) or
+      ``"generative"`` (trains its own model: flows, difference of entropies, score models);
+    * ``estimate(self, x, y, *, seed=0) -> float`` -- I(X;Y) in **nats** for ``x`` (n, dx) and ``y`` (n, dy)
+      float64 arrays;
+    * ``n_parameters: int`` -- trainable parameters (0 for non-parametric; may be set during ``estimate``).
+
+    Registered like any estimator: ``ESTIMATORS.add(name, description, ClassFactory(cls, args))``, or with
+    any zero-argument factory; a plain function is wrapped by :func:`as_estimator` in
+    :class:`FunctionEstimator` (a ``seed`` keyword is passed when ``f`` accepts one).
+    """
 
     kind: str
     n_parameters: int

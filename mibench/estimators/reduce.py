@@ -1,29 +1,14 @@
-"""The canonical reduction of high-dimensional inputs (:func:`mibench.estimate` and the generative
-estimators of :mod:`mibench.estimators.generative`): each side is projected onto
-its leading canonical directions, fitted on the training pairs only, before the critic sees it.
+"""The canonical reduction of high-dimensional inputs (:func:`mibench.estimate`'s critics and the trained
+sample estimators): each side is projected onto its leading canonical directions, fitted on the training
+pairs only (:func:`fit_canonical_reduction`: PCA, ridge CCA, a permutation null for the rank).
 
-Why: on images (4,096 pixels a side) or sentence embeddings (768 a side) with ~8,000 training pairs,
-a critic on the raw coordinates overfits long before it finds the shared signal, and the Gaussian
-start (:mod:`.gaussian_start`) cannot be fitted (its cross-covariance has dim_x * dim_y entries).  The
-dependence of such data is often carried by a few directions (the classes shared by X and Y in the
-benchmark's vision and text tasks), which canonical correlation analysis finds.  Steps, on the
-(already normal-scored, z-scored) training rows:
-
-1. **PCA** of each side to at most ``pca_dim`` components and at most (fitting rows) / 8 (randomized
-   SVD, Halko et al. 2011, Alg. 4.4 via :func:`torch.svd_lowrank`, seeded), so the next step's matrices
-   stay small and the CCA has at least 4 rows per dimension;
-2. **ridge-regularised CCA** (Vinod 1976; the shrinkage form of Tuzhilina et al. 2023): each side is
-   whitened by ((1 - lam) S + lam * mean(diag S) I)^(-1/2), S its training covariance in the PCA basis,
-   and the SVD of the whitened cross-covariance gives canonical directions with correlations s_i.
-   ``lam`` > 0 keeps directions of tiny variance from fitting noise (plain CCA on 512 + 512
-   dimensions from 8,000 pairs finds spurious correlations of ~0.4);
-3. **rank by a permutation null**: the same whitened cross-covariance with the training Y rows
-   shuffled (seeded) has no dependence; its largest singular value s_null is the noise level, and
-   the directions kept are those with s_i > ``margin`` * s_null (at least 1, at most ``max_rank``).
-
-The held-out pairs are projected with the directions fitted on the training pairs, so the
-held-out readout stays an honest estimate of I(A X; B Y) <= I(X; Y) (data processing): the
-reduction can only lose information, never invent it.
+Why: on images (4,096 pixels a side) or sentence embeddings (768 a side) with ~8,000 training pairs, a
+critic on the raw coordinates overfits long before it finds the shared signal, and the Gaussian start
+cannot be fitted (its cross-covariance has dim_x * dim_y entries).  The dependence of such data is often
+carried by a few directions (the classes shared by X and Y in the benchmark's vision and text tasks),
+which canonical correlation analysis finds.  The held-out pairs are projected with the directions fitted
+on the training pairs, so the held-out readout stays an honest estimate of I(A X; B Y) <= I(X; Y) (data
+processing): the reduction can only lose information, never invent it.
 """
 from __future__ import annotations
 
@@ -61,9 +46,22 @@ def _ridge_whitener(a: torch.Tensor, lam: float) -> torch.Tensor:
 def fit_canonical_reduction(x: np.ndarray, y: np.ndarray, train: np.ndarray, seed: int, *, pca_dim: int = PCA_DIM,
                             lam: float = RIDGE, margin: float = NULL_MARGIN,
                             max_rank: int = MAX_RANK) -> tuple[np.ndarray, np.ndarray, dict]:
-    """(A, B, info): projections (dim_x, r) and (dim_y, r) fitted on the rows ``train`` of ``x``, ``y``
-    (module docstring); apply as ``(x - mean_x) @ A`` (:func:`apply_reduction`).  ``info`` records the
-    rank, the leading canonical correlations and the null's largest."""
+    """(A, B, info): projections (dim_x, r) and (dim_y, r) fitted on the rows ``train`` of ``x``, ``y``; apply
+    as ``(x - mean_x) @ A`` (:func:`apply_reduction`).  ``info`` records the rank, the leading canonical
+    correlations and the null's largest.  Steps, on the (already normal-scored, z-scored) training rows:
+
+    1. **PCA** of each side to at most ``pca_dim`` components and at most (fitting rows) / 8 (randomized
+       SVD, Halko et al. 2011, Alg. 4.4 via :func:`torch.svd_lowrank`, seeded), so the next step's matrices
+       stay small and the CCA has at least :data:`MIN_ROWS_PER_DIM` rows per dimension;
+    2. **ridge-regularised CCA** (Vinod 1976; the shrinkage form of Tuzhilina et al. 2023): each side is
+       whitened by ((1 - lam) S + lam * mean(diag S) I)^(-1/2), S its training covariance in the PCA basis,
+       and the SVD of the whitened cross-covariance gives canonical directions with correlations s_i;
+       ``lam`` > 0 keeps directions of tiny variance from fitting noise (plain CCA on 512 + 512
+       dimensions from 8,000 pairs finds spurious correlations of ~0.4);
+    3. **rank by a permutation null**: the same whitened cross-covariance with the training Y rows shuffled
+       (seeded) has no dependence; its largest singular value s_null is the noise level, and the
+       directions kept are those with s_i > ``margin`` * s_null (at least 1, at most ``max_rank``).
+    """
     idx = torch.as_tensor(train)
     xt = torch.as_tensor(x, dtype=torch.float32)[idx]
     yt = torch.as_tensor(y, dtype=torch.float32)[idx]

@@ -1,29 +1,9 @@
-"""The base of every trained sample estimator: :class:`HeldOutEstimator`.
-
-A trained estimator fits its own networks on a training split of the n pairs and reads I(X;Y) off
-held-out pairs.  What they all share is here, written once:
-
-* **typed settings** (:class:`TrainedSettings`, extended per estimator): validated when the estimator
-  is built (a wrong type or range is a one-line error) and returned by :meth:`~HeldOutEstimator.parameters`
-  so that results record them;
-* **the data rules** (:meth:`~HeldOutEstimator.split`): a seeded train / validation / test split, the
-  canonical reduction above :data:`~mibench.estimators.reduce.REDUCE_ABOVE_DIM` joint dimensions,
-  z-scores fitted on the training rows (:func:`~mibench.estimators.preprocess.zscore`; constant y
-  columns dropped), Gaussian jitter of ``jitter`` standard deviations on every modelled variable (so
-  densities exist for discrete coordinates: the target becomes I(X; Y + N), which differs from I(X;Y)
-  only by what noise of 1% of a standard deviation hides), then the normal-score map
-  (:func:`~mibench.estimators.preprocess.normal_scores`) fitted on the training rows;
-* **device and threads**: the device from :func:`mibench.utils.device.resolve_device` (an unavailable
-  one is the same one-line error as for every estimator), one torch thread on a CPU;
-* **the training loop** (:meth:`~HeldOutEstimator.train`): Adam on minibatches of the training pairs,
-  an optional exponential moving average of the weights, the validation loss of every model every
-  ``eval_every`` steps, the best state of each model kept (early stopping by selection).
-
-A subclass declares its networks (:meth:`~HeldOutEstimator.models`), each network's per-pair training
-loss (:meth:`~HeldOutEstimator.loss`) and the readout on the held-out pairs
-(:meth:`~HeldOutEstimator.readout`).  Composite estimators (the resampled hybrid) train another
-estimator's networks through :meth:`~HeldOutEstimator.fit` and add their own.  docs/estimators.md,
-"Trained sample estimators", describes the procedure for users.
+"""The base of every trained sample estimator, :class:`HeldOutEstimator`: a trained estimator fits its
+own networks on a training split of the n pairs and reads I(X;Y) off held-out pairs.  What they all
+share is written here once -- typed settings (:class:`TrainedSettings`), the data rules, the device and
+threads, the training loop and the self-assessment of an estimate (:func:`assess`) -- so that a subclass
+declares only its networks, their per-pair losses and its readout.  docs/estimators.md, "Trained sample
+estimators", describes the procedure for users.
 """
 from __future__ import annotations
 
@@ -192,9 +172,26 @@ def assess(best: dict, held_out: float, on_training: float | None = None) -> tup
 class HeldOutEstimator:
     """Base of the trained sample estimators (module docstring).
 
-    Build one with keyword settings (the fields of its :attr:`Settings`); :meth:`parameters` returns
-    them.  ``n_parameters``: trainable parameters of the networks of the last estimate (0 before);
-    ``last``: the readout's parts and the training details of the last estimate.
+    * **Typed settings** (:class:`TrainedSettings`, extended per estimator): built from keywords, validated
+      (a wrong type or range is a one-line error), returned by :meth:`parameters` so results record them.
+    * **The data rules** (:meth:`split`): a seeded train / validation / test split, the canonical reduction
+      above :data:`~mibench.estimators.reduce.REDUCE_ABOVE_DIM` joint dimensions, z-scores fitted on the
+      training rows (:func:`~mibench.estimators.preprocess.zscore`; constant y columns dropped), Gaussian
+      jitter of ``jitter`` standard deviations on every modelled variable (so densities exist for discrete
+      coordinates: the target becomes I(X; Y + N), which differs from I(X;Y) only by what noise of 1% of a
+      standard deviation hides), then the normal-score map (:func:`~mibench.estimators.preprocess.normal_scores`)
+      fitted on the training rows.
+    * **Device and threads**: the device from :func:`mibench.utils.device.resolve_device` (an unavailable one
+      is the same one-line error as for every estimator), one torch thread on a CPU.
+    * **The training loop** (:meth:`train`): Adam on minibatches of the training pairs, an optional moving
+      average of the weights, every network's validation loss every ``eval_every`` steps, each network's best
+      state kept (early stopping by selection); then :func:`assess` sets :attr:`status`.
+
+    A subclass declares its networks (:meth:`models`), each network's per-pair training loss (:meth:`loss`)
+    and the readout on the held-out pairs (:meth:`readout`).  Composite estimators (the resampled hybrid)
+    train another estimator's networks through :meth:`fit` and add their own.  ``n_parameters``: trainable
+    parameters of the networks of the last estimate (0 before); ``last``: the readout's parts and the
+    training details of the last estimate.
     """
 
     kind = GENERATIVE
@@ -248,7 +245,7 @@ class HeldOutEstimator:
         return sum(p.numel() for m in self.models(dx, dy).values() for p in m.parameters())
 
     def estimate(self, x, y, *, seed: int = 0) -> float:
-        """I(X;Y) in nats on the held-out pairs (module docstring: the procedure)."""
+        """I(X;Y) in nats on the held-out pairs (class docstring: the procedure)."""
         import torch
 
         from mibench.utils.device import resolve_device
@@ -266,7 +263,7 @@ class HeldOutEstimator:
             torch.set_num_threads(threads)
 
     def split(self, x, y, seed: int) -> Split | None:
-        """The data rules (module docstring) applied to (x, y); None when y, or a modelled x, is constant
+        """The data rules (class docstring) applied to (x, y); None when y, or a modelled x, is constant
         on the training split."""
         s = self.settings
         x = np.asarray(x, dtype=np.float64).reshape(len(x), -1)
@@ -359,7 +356,7 @@ class HeldOutEstimator:
                      "device": str(device)}
 
     def train(self, models: dict, loss, data: tuple, device, seed: int) -> dict:
-        """The training loop (module docstring): Adam over every network of ``models`` on the sum of
+        """The training loop (class docstring): Adam over every network of ``models`` on the sum of
         their mean per-pair ``loss(key, model, x, y)``; returns {key: :class:`Best`}.  Draws made inside
         the losses (noise levels, times, partners) use torch's global generator, seeded from ``seed``
         here (and restored after), so an estimate is a function of the data and the seed."""

@@ -1,26 +1,6 @@
-"""A sweep's specification: the keys of a TOML / YAML sweep config, a preset or the CLI shorthand,
-normalised into a :class:`SweepSpec` whose :meth:`~SweepSpec.cells` are resolved run configs.
-
-Keys (file, preset and shorthand share them; a list is a grid axis unless noted)::
-
-    name, description      free text; name is the default sweep directory results/sweeps/<name>
-    tasks                  list of task names or tables {task = "...", params = {...}, <any key below>}
-                           (keys in a task table override the top level for that task)
-    params                 task parameters for every task, e.g. {dim = [2, 4]} (a list = an axis)
-    estimators             the estimators of every cell (a list, NOT an axis), or "all"
-    critics                axis: inner | bilinear | separable | joint
-    seeds                  axis: [0, 1, 2] (or "0-2"); under the sample protocol all seeds are one cell
-    layers, hidden, embed  axes: critic depth (hidden layers), width, separable embedding size
-    batch_size, lr, steps  axes
-    mi                     axis of MI schedules: "stepwise", 2 (constant), "2,4,6" (one staircase);
-                           mi = [2, 6] is two cells (constant 2 bits, constant 6 bits)
-    burn_in                axis (streaming protocol)
-    device, log_every,     scalars (precision: fp32 | bf16 | tf32, see mibench run --precision)
-    precision
-    split_estimators       bool or N cells (default false; whole critics, see below)
-    n, timeout             the sample protocol (:mod:`mibench.protocols.sample.run`): with n set, a cell
-                           is one sample run (a fixed dataset of n pairs per level and seed; all the seeds
-                           in one cell, so variance is over seeds; timeout seconds per estimate)
+"""A sweep's specification: the keys of a TOML / YAML sweep config, a preset or the CLI shorthand
+(docs/sweeps.md, "Config keys"), normalised into a :class:`SweepSpec` whose :meth:`~SweepSpec.cells` are
+resolved run configs.
 
 All estimators of a cell train together on the same batch stream (streaming protocol; the
 numbers are the same as if each trained alone).  ``split_estimators = N`` splits them into N cells

@@ -40,7 +40,10 @@ def test_sample_protocol_hands_images_to_the_conv_critic():
     cfg = SampleConfig(task="mutinfo-gaussian2d-16x16", estimators=["infonce", "gaussian"], critic="conv", mi=1.0,
                        n=300, seeds=[0], timeout=None, device="cpu", estimate_kwargs=dict(FAST))
     result = run_sample(prepare(cfg))
-    assert all(r["status"] == "ok" for r in result.rows), result.rows
+    rows = {r["estimator"]: r for r in result.rows}
+    assert rows["infonce"]["status"] == "ok", rows
+    # the Gaussian closed form on 256 + 256 pixels from 300 pairs cannot be a number: recorded as failed
+    assert rows["gaussian"]["status"] in ("implausible", "error") and rows["gaussian"]["error"], rows
     with pytest.raises(MibenchError, match="reads images"):
         from mibench.protocols import get_protocol
 

@@ -1,30 +1,7 @@
 """The generative family every peer toolkit has (torch-mist: BA, DoE, GM, L1Out, CLUB), on the flows
-of :mod:`.flows` and the data rules, split and training of :mod:`mibench.estimators.trained`.  All in nats, all read on
-the held-out test split.
-
-* ``ba`` -- Barber & Agakov ("The IM algorithm", NeurIPS 2003), the lower bound
-  I(X;Y) >= H(Y) + E_p[log q(y|x)] for any conditional density q (Poole et al. 2019, eq. 2).  The
-  bound needs the true H(Y); here H(Y) is the entropy of the Gaussian with Y's covariance (after the
-  per-coordinate normal scores of the data rules), which is exact when Y is jointly Gaussian after those
-  per-coordinate maps (every Gaussian task, and any 1-d Y up to the jitter) and an upper bound on H(Y)
-  otherwise (the Gaussian has the largest entropy for a covariance) -- then BA may exceed the truth
-  (a Student-t Y with identity dispersion: the shared scale is dependence no covariance shows).  So
-  ``ba`` is registered as an *estimate*: a number labelled a lower bound must be one on every task, and
-  no lower bound on H(Y) of a general Y is at hand (docs/estimators.md).
-* ``gm-flow`` -- generative MI from three densities, I = H(X) + H(Y) - H(X, Y), each the held-out
-  cross-entropy of a flow q(x), q(y), q(x, y) (torch-mist's GM).  Not a bound.
-* ``club`` -- Cheng et al., "CLUB: a contrastive log-ratio upper bound of mutual information", ICML
-  2020, eq. (3): I_CLUB = E_p(x,y)[log q(y|x)] - E_p(x)E_p(y)[log q(y|x)], an upper bound when q is the
-  true conditional (Theorem 3.1); with a learned q it can fall below the truth (Theorem 3.2 needs q
-  close to p in KL).  q is the paper's variational family, a Gaussian with MLP mean and diagonal
-  variance (§3.2), not a flow: the second term averages log q over mismatched pairs, far in q's
-  tails, where a flow's sinh-arcsinh tails decay faster than a Gaussian's and read far higher (for
-  jointly Gaussian X, Y the Gaussian q's population value is sum_k rho_k^2 / (1 - rho_k^2) nats, already
-  far above the MI).  The product-of-marginals term averages log q(y_(i+s) | x_i) over ``shifts`` cyclic
-  shifts s of the test pairs (each shift is a derangement of i.i.d. pairs).
-* ``l1out`` -- the leave-one-out upper bound (Poole et al., "On variational bounds of mutual
-  information", ICML 2019, eq. 13): E[log q(y_i|x_i) - log 1/(K-1) sum_(j != i) q(y_i|x_j)] over
-  blocks of K test pairs; an upper bound when q is the true conditional, for every K.
+of :mod:`.flows` and the data rules, split and training of :mod:`mibench.estimators.trained`: ``ba``,
+``gm-flow``, ``club`` and ``l1out``, each class's docstring gives its formula and citation.  All in nats,
+all read on the held-out test split.
 """
 from __future__ import annotations
 
@@ -93,10 +70,17 @@ def pair_log_prob(flow, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 class BarberAgakovFlow(_ConditionalModel):
-    """``ba``: H_Gauss(Y) + E_test[log q(y|x)] (module docstring)."""
+    """``ba``, Barber & Agakov ("The IM algorithm", NeurIPS 2003): I(X;Y) >= H(Y) + E_p[log q(y|x)] for any
+    conditional density q (Poole et al. 2019, eq. 2).  The bound needs the true H(Y); here H(Y) is the
+    entropy of the Gaussian with Y's covariance (after the normal scores of the data rules), exact when Y
+    is jointly Gaussian after those per-coordinate maps (every Gaussian task, any 1-d Y up to the jitter)
+    and an upper bound on H(Y) otherwise (the Gaussian has the largest entropy for a covariance): then BA
+    may exceed the truth (a Student-t Y with identity dispersion: the shared scale is dependence no
+    covariance shows).  So ``ba`` is registered as an *estimate*: a number labelled a lower bound must be
+    one on every task, and no lower bound on H(Y) of a general Y is at hand (docs/estimators.md)."""
 
     name = "ba"
-    bound = ESTIMATE        # a lower bound only where Y is Gaussian after the normal scores (module docstring)
+    bound = ESTIMATE        # a lower bound only where Y is Gaussian after the normal scores (above)
 
     def readout(self, models, x, y):
         h_y = gaussian_entropy(y)
@@ -105,7 +89,8 @@ class BarberAgakovFlow(_ConditionalModel):
 
 
 class GMFlow(DensityModelEstimator):
-    """``gm-flow``: H(X) + H(Y) - H(X, Y) with three flows (module docstring)."""
+    """``gm-flow``: generative MI from three densities, I = H(X) + H(Y) - H(X, Y), each the held-out
+    cross-entropy of a flow q(x), q(y), q(x, y) (torch-mist's GM).  Not a bound."""
 
     name = "gm-flow"
     models_x = True
@@ -124,7 +109,15 @@ class GMFlow(DensityModelEstimator):
 
 
 class CLUBGaussian(_ConditionalModel):
-    """``club``: E_p[log q(y|x)] - E_p(x)p(y)[log q(y|x)] (module docstring)."""
+    """``club``: Cheng et al., "CLUB: a contrastive log-ratio upper bound of mutual information", ICML
+    2020, eq. (3): I_CLUB = E_p(x,y)[log q(y|x)] - E_p(x)E_p(y)[log q(y|x)], an upper bound when q is the
+    true conditional (Theorem 3.1); with a learned q it can fall below the truth (Theorem 3.2 needs q
+    close to p in KL).  q is the paper's variational family, a Gaussian with MLP mean and diagonal
+    variance (§3.2), not a flow: the second term averages log q over mismatched pairs, far in q's tails,
+    where a flow's sinh-arcsinh tails decay faster than a Gaussian's and read far higher (for jointly
+    Gaussian X, Y the Gaussian q's population value is sum_k rho_k^2 / (1 - rho_k^2) nats, already far
+    above the MI).  The product-of-marginals term averages log q(y_(i+s) | x_i) over ``shifts`` cyclic
+    shifts s of the test pairs (each shift is a derangement of i.i.d. pairs)."""
 
     name = "club"
     bound = UPPER_BOUND
@@ -143,7 +136,9 @@ class CLUBGaussian(_ConditionalModel):
 
 
 class L1OutFlow(_ConditionalModel):
-    """``l1out``: leave-one-out upper bound over blocks of ``block`` test pairs (module docstring)."""
+    """``l1out``: the leave-one-out upper bound (Poole et al., "On variational bounds of mutual
+    information", ICML 2019, eq. 13), E[log q(y_i|x_i) - log 1/(K-1) sum_(j != i) q(y_i|x_j)] over blocks of
+    K = ``block`` test pairs; an upper bound when q is the true conditional, for every K."""
 
     name = "l1out"
     bound = UPPER_BOUND

@@ -9,22 +9,10 @@ jointly by maximum likelihood of (x, y) under a Gaussian base on the latents (xi
 
     log p(x, y) = log N([xi, eta]; 0, Sigma) + log|det J_fX(x)| + log|det J_fY(y)|,
 
-and when the base fits, the MI is that of the Gaussian:
-
-* ``mienf`` -- a general Gaussian base, Sigma = L L^T with a learned Cholesky factor;
-  I = 1/2 (log det Sigma_XX + log det Sigma_YY - log det Sigma);
-* ``mienf-tridiag`` -- the paper's tridiagonal base: unit variances and correlations rho_i between
-  xi_i and eta_i only (i <= min(dx, dy)), I = -1/2 sum_i log(1 - rho_i^2): the flows must bring the
-  dependence into canonical pairs (any Gaussian can be: canonical correlation analysis is linear).
-  Elementwise layers and couplings on alternating masks learn that rotation slowly, so this variant
-  starts at the linear solution: x and y are first mapped by the training split's CCA transforms (one
-  invertible linear map per variable, which leaves the MI unchanged) and rho starts at the canonical
-  correlations.  Likewise the general base starts at the training pairs' covariance instead of the
-  identity (what either start changes: docs/estimators.md, MIENF).
-
-The flows are those of :mod:`.flows` (affine, RealNVP couplings, sinh-arcsinh), the data rules, split
-and early stopping those of :mod:`mibench.estimators.trained` (x is modelled, so it is jittered like y).  The MI is read
-off the base fitted on the training split (best validation state), not the held-out pairs: the
+and when the base fits, the MI is that of the Gaussian (the two bases: :class:`MIENF`).  The flows are
+those of :mod:`.flows` (affine, RealNVP couplings, sinh-arcsinh), the data rules, split and early
+stopping those of :mod:`mibench.estimators.trained` (x is modelled, so it is jittered like y).  The MI is
+read off the base fitted on the training split (best validation state), not the held-out pairs: the
 held-out likelihood chooses the state.
 """
 from __future__ import annotations
@@ -97,7 +85,7 @@ class _GaussianBaseFlows(nn.Module):
         return paired + rest - 0.5 * d * LOG_2PI
 
     def mutual_information(self) -> float:
-        """The base's MI in nats (module docstring)."""
+        """The base's MI in nats (:class:`MIENF`)."""
         if self.tridiagonal:
             return float(-0.5 * torch.log1p(-self.rho().double() ** 2).sum())
         chol = self.cholesky().double()
@@ -114,7 +102,20 @@ class MIENFSettings(FlowSettings):
 
 
 class MIENF(DensityModelEstimator):
-    """``mienf`` / ``mienf-tridiag`` (module docstring); settings: :class:`MIENFSettings`."""
+    """``mienf`` / ``mienf-tridiag`` (module docstring); settings: :class:`MIENFSettings`.
+
+    * ``mienf`` -- a general Gaussian base, Sigma = L L^T with a learned Cholesky factor;
+      I = 1/2 (log det Sigma_XX + log det Sigma_YY - log det Sigma);
+    * ``mienf-tridiag`` -- the paper's tridiagonal base: unit variances and correlations rho_i between
+      xi_i and eta_i only (i <= min(dx, dy)), I = -1/2 sum_i log(1 - rho_i^2): the flows must bring the
+      dependence into canonical pairs (any Gaussian can be: canonical correlation analysis is linear).
+
+    Elementwise layers and couplings on alternating masks learn that rotation slowly, so the tridiagonal
+    variant starts at the linear solution: x and y are first mapped by the training split's CCA transforms
+    (one invertible linear map per variable, which leaves the MI unchanged) and rho starts at the canonical
+    correlations.  Likewise the general base starts at the training pairs' covariance instead of the
+    identity (what either start changes: docs/estimators.md, MIENF).
+    """
 
     name = "mienf"
     models_x = True
@@ -129,7 +130,7 @@ class MIENF(DensityModelEstimator):
         self.require_flows("realnvp", "maps each side to its Gaussian base with mibench's own flows")
 
     def prepare(self, split):
-        """The base starts at the linear solution (module docstring): the general one at the training
+        """The base starts at the linear solution (class docstring): the general one at the training
         pairs' covariance (the flows start as the identity), the tridiagonal one at their CCA."""
         self._start_rho = self._start_cov = None
         if not self.tridiagonal:

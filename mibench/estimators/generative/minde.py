@@ -9,27 +9,10 @@ KL between path measures)
     KL(p || q) = int_0^T beta(t)/2 E_{p_t} || grad log p_t - grad log q_t ||^2 dt + KL(p_T || q_T),
 
 and the last term vanishes as T grows (both tend to N(0, I)).  With a denoiser eps_hat, the score is
--eps_hat / s_t, so each integrand is beta(t) / (2 s_t^2) E||eps_hat_p - eps_hat_q||^2.
-
-* ``minde-c`` (conditional): p = p(y|x), q = p(y), averaged over x, is I(X;Y).  One network denoises
-  y_t given x or given nothing (x replaced by zeros with a mask flag; dropped with probability 1/2
-  in training, the paper's amortised conditioning); the estimate integrates the squared difference
-  of the two denoisers.
-* ``minde-j`` (joint): p = p(x, y), q = p(x) p(y).  One network denoises [x_t, y_t] jointly or either
-  part alone (the other masked out), and the estimate integrates
-  ||eps_hat_XY(x_t, y_t) - [eps_hat_X(x_t), eps_hat_Y(y_t)]||^2.
-
-Training is denoising score matching (eps prediction) with t drawn from q(t) proportional to
-beta(t) / s_t^2 on [T_MIN, 1] (:func:`training_times`; the paper's importance sampling, after Huang et
-al. 2021): the readout weighs each t by that same beta / (2 s_t^2), which grows like 1/t near 0, so
-the denoisers must be good at small t.  ``minde-c`` reads out an exponential moving average of the
-weights (``ema`` = 0.995, as the authors' code); ``minde-j`` does not (its average lags behind the
-joint fit).  The integral over t is a trapezoid rule on ``readout_times`` points evenly spaced in
-phi(t) = log(exp(int_0^t beta) - 1) on [T_MIN, 1] (:func:`readout_nodes`): d phi = beta / s_t^2 dt, so
-the integral is 1/2 int E||eps_hat_p - eps_hat_q||^2 d phi, a smooth integrand in phi (the change of
-variables behind the paper's importance-sampled Monte Carlo over t), each point averaged over the
-held-out pairs with fresh noise.  Why these choices (the comparison with the authors' code):
-docs/estimators.md, "The newer estimators: against the truth and against their references".
+-eps_hat / s_t, so each integrand is beta(t) / (2 s_t^2) E||eps_hat_p - eps_hat_q||^2.  The two variants,
+the training times and the readout's quadrature: :class:`MINDE`.  Why these choices (the comparison with
+the authors' code): docs/estimators.md, "The newer estimators: against the truth and against their
+references".
 """
 from __future__ import annotations
 
@@ -79,13 +62,13 @@ def _t_of_phi(phi: torch.Tensor) -> torch.Tensor:
 def readout_nodes(n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(phi, t): n quadrature nodes evenly spaced in phi(t) (:func:`_phi`) on [T_MIN, 1], in float64.
     Integral of beta / (2 s_t^2) f(t) dt over [T_MIN, 1] = trapezoid of f / 2 over phi (the paper's §3
-    integral with phi's change of variables; module docstring)."""
+    integral with phi's change of variables; :class:`MINDE`)."""
     phi = torch.linspace(_phi(T_MIN), _phi(1.0), n, dtype=torch.float64)
     return phi, _t_of_phi(phi).clamp(T_MIN, 1.0)
 
 
 def training_times(n: int, generator=None, device=None, dtype=torch.float32) -> torch.Tensor:
-    """n draws of t on [T_MIN, 1] with density proportional to beta(t) / s_t^2 (module docstring), by
+    """n draws of t on [T_MIN, 1] with density proportional to beta(t) / s_t^2 (:class:`MINDE`), by
     inversion: an antiderivative of beta / (1 - exp(-B(t))) is log(exp(B(t)) - 1), B = int_0^t beta."""
     lo, hi = _phi(T_MIN), _phi(1.0)
     u = torch.rand(n, generator=generator, device=device, dtype=torch.float64)
@@ -96,8 +79,8 @@ def training_times(n: int, generator=None, device=None, dtype=torch.float32) -> 
 @dataclass(frozen=True)
 class MINDESettings(TrainedSettings):
     """``joint`` picks the variant; ``readout_times``: quadrature points of the readout (evenly spaced in
-    phi(t), module docstring); ``hidden``: the denoiser's width; ``ema``: :data:`EMA` for ``minde-c``
-    and 0 for ``minde-j`` unless given (module docstring)."""
+    phi(t), :class:`MINDE`); ``hidden``: the denoiser's width; ``ema``: :data:`EMA` for ``minde-c``
+    and 0 for ``minde-j`` unless given (:class:`MINDE`)."""
 
     hidden: int = 256
     joint: bool = False
@@ -109,14 +92,34 @@ class MINDESettings(TrainedSettings):
 
 
 class MINDE(HeldOutEstimator):
-    """``minde-c`` / ``minde-j`` (module docstring); settings: :class:`MINDESettings`."""
+    """``minde-c`` / ``minde-j`` (module docstring); settings: :class:`MINDESettings`.
+
+    * ``minde-c`` (conditional): p = p(y|x), q = p(y), averaged over x, is I(X;Y).  One network denoises
+      y_t given x or given nothing (x replaced by zeros with a mask flag; dropped with probability 1/2 in
+      training, the paper's amortised conditioning); the estimate integrates the squared difference of the
+      two denoisers.
+    * ``minde-j`` (joint): p = p(x, y), q = p(x) p(y).  One network denoises [x_t, y_t] jointly or either
+      part alone (the other masked out), and the estimate integrates
+      ||eps_hat_XY(x_t, y_t) - [eps_hat_X(x_t), eps_hat_Y(y_t)]||^2.
+
+    Training is denoising score matching (eps prediction) with t drawn from q(t) proportional to
+    beta(t) / s_t^2 on [T_MIN, 1] (:func:`training_times`; the paper's importance sampling, after Huang et
+    al. 2021): the readout weighs each t by that same beta / (2 s_t^2), which grows like 1/t near 0, so the
+    denoisers must be good at small t.  ``minde-c`` reads out an exponential moving average of the weights
+    (``ema`` = 0.995, as the authors' code); ``minde-j`` does not (its average lags behind the joint fit).
+    The integral over t is a trapezoid rule on ``readout_times`` points evenly spaced in
+    phi(t) = log(exp(int_0^t beta) - 1) on [T_MIN, 1] (:func:`readout_nodes`): d phi = beta / s_t^2 dt, so
+    the integral is 1/2 int E||eps_hat_p - eps_hat_q||^2 d phi, a smooth integrand in phi (the change of
+    variables behind the paper's importance-sampled Monte Carlo over t), each point averaged over the
+    held-out pairs with fresh noise.
+    """
 
     name = "minde-c"
     Settings: ClassVar[type] = MINDESettings
 
     def __init__(self, **options):
         if options.get("joint") and "ema" not in options:
-            options["ema"] = 0.0    # the joint fit's average lags behind it (module docstring)
+            options["ema"] = 0.0    # the joint fit's average lags behind it (class docstring)
         super().__init__(**options)
         self.joint = bool(self.settings.joint)
         self.readout_times = self.settings.readout_times
