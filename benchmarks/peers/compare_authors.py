@@ -115,7 +115,7 @@ def main() -> int:
          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {os.getloadavg()[0]:.2f} "
          "(2 cores, shared)")
     emit(f"# mibench: the registry's defaults{' + ' + json.dumps(options) if options else ''} (a sample estimator: "
-         "GenerativeTraining, 2,000 steps, batch 256, lr 1e-3, 70/10/20 % train/validation/test, early stopping; a "
+         "TrainedSettings, 2,000 steps, batch 256, lr 1e-3, 70/10/20 % train/validation/test, early stopping; a "
          "critic bound: mibench.estimate's data-sized defaults, 20 % held out, early stopping on the held-out curve); "
          "authors: each runner's settings (its docstring; the line it reports is below as '# authors' NAME:')")
     earlier = comparison.earlier_values(args.reference_from, "reference") if args.reference_from else None

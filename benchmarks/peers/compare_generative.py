@@ -126,7 +126,7 @@ def main() -> int:
 
     emit(f"# compare_generative: n = {args.n}, seeds {args.seeds}; torch {torch.__version__}, 1 thread per side; "
          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {os.getloadavg()[0]:.2f}")
-    emit("# mibench: the registry's defaults (GenerativeTraining: 2,000 steps, batch 256, lr 1e-3, 20 % held out); "
+    emit("# mibench: the registry's defaults (TrainedSettings: 2,000 steps, batch 256, lr 1e-3, 20 % held out); "
          + ("torch-mist: run_torch_mist.py --matched (its MATCHED settings: 2,000 iterations, batch 256, lr 1e-3, "
             "hidden [128, 128], 4 affine-autoregressive flow layers where mibench has a flow)" if args.matched else
             "torch-mist: run_torch_mist.py stock (5,000 iterations, batch 64, hidden [256, 256], "

@@ -76,15 +76,27 @@ def parse_cases(text: str | None, default: list[tuple[str, float]]) -> list[tupl
     return [(c.split("@")[0], float(c.split("@")[1])) for c in text.split(",")]
 
 
-def npz_cases(cases: list[tuple[str, float]], seeds, n: int, folder):
-    """(case, bits, seed, x, y, path) for each seed (outer loop) and case: ``n`` pairs drawn by
-    ``mibench.tasks.distributions.draw``, also saved as a float32 .npz (with the seed) under ``folder``
-    for the reference side."""
+def draw_case(case: str, bits: float, n: int, seed: int):
+    """``n`` pairs of ``case``: a distributions-family case at ``bits`` (``mibench.tasks.distributions.draw``),
+    or a fixed-MI catalogue task (BMI's ``multinormal-dense-50-50-0.5``; ``bits`` is then its own level)
+    drawn as the sample protocol draws it, so the pairs are the reference table's."""
+    from mibench.protocols.sample.run import draw_dataset
+    from mibench.tasks import make_task
     from mibench.tasks.distributions import draw
 
+    task = make_task(case)
+    if getattr(task, "mi_nats", None) is not None:          # a catalogue task at its one fixed level
+        return draw_dataset(task, n, task.mi_bits, seed)
+    x, y, _ = draw(case, n, mi_bits=bits, seed=seed)
+    return x, y
+
+
+def npz_cases(cases: list[tuple[str, float]], seeds, n: int, folder):
+    """(case, bits, seed, x, y, path) for each seed (outer loop) and case: ``n`` pairs (:func:`draw_case`),
+    also saved as a float32 .npz (with the seed) under ``folder`` for the reference side."""
     for seed in seeds:
         for case, bits in cases:
-            x, y, _ = draw(case, n, mi_bits=bits, seed=seed)
+            x, y = draw_case(case, bits, n, seed)
             path = str(Path(folder) / f"{case}_{bits:g}_{seed}.npz")
             np.savez(path, x=np.asarray(x, np.float32), y=np.asarray(y, np.float32), seed=seed)
             yield case, bits, seed, x, y, path

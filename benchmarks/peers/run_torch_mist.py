@@ -15,7 +15,7 @@ stock critic: joint for smile / nwj / js / mine, separable for infonce, one nega
 for the joint ones; the generative ones' stock densities: conditional / marginal transformed normals,
 an affine autoregressive joint for gm; ba's entropy_y is the Gaussian entropy of the training y).  Output: common.py.
 
-``--matched``: torch-mist set as close as its API allows to mibench's defaults (GenerativeTraining:
+``--matched``: torch-mist set as close as its API allows to mibench's defaults (TrainedSettings:
 2,000 steps, batch 256, Adam lr 1e-3, 10 % validation, the best validation state kept -- torch-mist
 keeps one only for the estimators it calls bounds, ba and flo here, with an unbounded patience; flows of 4 layers with
 MLPs 128 wide), for the generative pairs and flo.  Where mibench has a flow (ba, doe-flow, gm-flow),
