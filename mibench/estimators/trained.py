@@ -38,6 +38,8 @@ import numpy as np
 from mibench.errors import MibenchError
 from mibench.estimators.kinds import GENERATIVE
 from mibench.estimators.preprocess import normal_scores, zscore
+from mibench.estimators.trained_members import Best, MemberTraining, load_best
+from mibench.estimators.trained_members import cuda_devices as _cuda
 
 MARGINALS = ("normal-scores", "zscore")
 
@@ -148,16 +150,7 @@ class Split:
     y_test: np.ndarray
 
 
-@dataclass(frozen=True)
-class Best:
-    """One network's best validation state: its loss, its weights and the step it was reached at."""
-
-    loss: float = math.inf
-    state: dict | None = None
-    step: int = 0
-
-
-class HeldOutEstimator:
+class HeldOutEstimator(MemberTraining):
     """Base of the trained sample estimators (module docstring).
 
     Build one with keyword settings (the fields of its :attr:`Settings`); :meth:`parameters` returns
@@ -171,6 +164,10 @@ class HeldOutEstimator:
     Settings: ClassVar[type] = TrainedSettings
     #: the estimator models x's density too (x is jittered like y and its constant columns dropped)
     models_x = False
+    #: the device types on which :meth:`estimate_members` trains a cell's members (seeds) as one stacked
+    #: network unless told: accelerators, whose small steps are launch-bound, and the CPU for the
+    #: estimators measured faster so there (benchmarks/results/batched_seeds.txt)
+    batch_members_on: ClassVar[tuple] = ("cuda", "mps")
 
     def __init__(self, **options):
         self.settings = settings_from(self.Settings, self.name, options)
@@ -230,6 +227,21 @@ class HeldOutEstimator:
             return self.fit_and_read(self.prepare(split), device, seed)
         finally:
             torch.set_num_threads(threads)
+
+    def stacks_members(self) -> bool:
+        """Whether a cell's members can train as one stacked network: this estimator trains by this base's
+        procedure (a subclass with its own ``estimate``, ``fit``, ``fit_and_read``, ``train`` or ``prepare``
+        trains its members one at a time)."""
+        cls = type(self)
+        return all(getattr(cls, m) is getattr(HeldOutEstimator, m)
+                   for m in ("estimate", "fit", "fit_and_read", "train", "prepare"))
+
+    def batches_members(self) -> bool:
+        """Whether :meth:`estimate_members` stacks the members unless told: :meth:`stacks_members` and the
+        device's type is in ``batch_members_on``."""
+        from mibench.utils.device import resolve_device
+
+        return self.stacks_members() and resolve_device(self.settings.device).type in self.batch_members_on
 
     def split(self, x, y, seed: int) -> Split | None:
         """The data rules (module docstring) applied to (x, y); None when y, or a modelled x, is constant
@@ -355,11 +367,6 @@ class HeldOutEstimator:
         return best
 
 
-def _cuda(device) -> list:
-    """The devices whose generator :func:`torch.random.fork_rng` must fork (CUDA only)."""
-    return [device] if device.type == "cuda" else []
-
-
 def _update_average(kept: dict, models: dict, decay: float) -> None:
     import torch
 
@@ -371,10 +378,3 @@ def _update_average(kept: dict, models: dict, decay: float) -> None:
                 else:
                     avg.copy_(p)
 
-
-def load_best(owner: str, models: dict, best: dict) -> None:
-    """Load each network's best state; a network with no finite validation loss is a one-line error."""
-    for key, model in models.items():
-        if best[key].state is None:
-            raise MibenchError(f"{owner}: training diverged (no finite validation loss)")
-        model.load_state_dict(best[key].state)
