@@ -17,7 +17,10 @@ held-out pairs.  What they all share is here, written once:
   one is the same one-line error as for every estimator), one torch thread on a CPU;
 * **the training loop** (:meth:`~HeldOutEstimator.train`): Adam on minibatches of the training pairs,
   an optional exponential moving average of the weights, the validation loss of every model every
-  ``eval_every`` steps, the best state of each model kept (early stopping by selection).
+  ``eval_every`` steps, the best state of each model kept (early stopping by selection);
+* **the members of a cell** (:meth:`~HeldOutEstimator.estimate_many`: the same estimator on several
+  datasets, each with its seed), trained as one stacked network where that is faster
+  (:mod:`mibench.estimators.trained_members`).
 
 A subclass declares its networks (:meth:`~HeldOutEstimator.models`), each network's per-pair training
 loss (:meth:`~HeldOutEstimator.loss`) and the readout on the held-out pairs
