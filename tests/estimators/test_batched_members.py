@@ -103,6 +103,7 @@ def test_where_batching_is_the_default():
     assert not _estimator("minde-c").batches_members()               # no faster on a CPU: one at a time
     assert _estimator("minde-c").stacks_members()
     assert not ESTIMATORS.get("mienf").obj().stacks_members()         # its own prepare(): one at a time
+    assert not ESTIMATORS.get("hybrid-resampled").obj().stacks_members()   # a composition: one at a time
     data = _data([0, 1])
     assert not any(m.batched for m in _estimator("minde-c").estimate_members(data, [0, 1]))
     assert all(m.batched for m in ba.estimate_members(data, [0, 1]))
