@@ -87,30 +87,46 @@ class MemberLinear(nn.Module):
 
 
 def stack_members(parts: list[nn.Module]) -> nn.Module:
-    """The stacked network of ``parts`` (module docstring); raises :class:`Unstackable`."""
+    """The stacked network of ``parts`` (module docstring); raises :class:`Unstackable`, before any part is
+    changed, where they cannot be stacked."""
+    _check(parts)
+    return _stack(parts)
+
+
+def _check(parts: list[nn.Module]) -> None:
+    """Raise :class:`Unstackable` where ``parts`` (and their children) cannot run as one network."""
     first = parts[0]
     if any(type(p) is not type(first) for p in parts):
         raise Unstackable(f"members of different types: {type(first).__name__}")
-    if isinstance(first, nn.Linear):
-        if any(p._forward_hooks or p._forward_pre_hooks for p in parts):
-            raise Unstackable("a linear layer with hooks")
-        if type(first).forward is not nn.Linear.forward and not _zuko_masked(first):
-            raise Unstackable(f"{type(first).__name__} computes more than a linear map")
-        return MemberLinear(parts)
-    free = getattr(first, "member_parameters", ())
-    own = [n for n, p in first._parameters.items() if p is not None and n not in free]
-    if own:
-        raise Unstackable(f"{type(first).__name__} holds parameters outside linear layers ({own[0]})")
     for name, buf in first._buffers.items():
         for p in parts[1:]:
             other = p._buffers.get(name)
             if (buf is None) != (other is None) or (buf is not None and not torch.equal(buf, other)):
                 raise Unstackable(f"{type(first).__name__}'s buffer {name!r} differs between members")
+    if isinstance(first, nn.Linear):
+        if any(p._forward_hooks or p._forward_pre_hooks for p in parts):
+            raise Unstackable("a linear layer with hooks")
+        if type(first).forward is not nn.Linear.forward and not _zuko_masked(first):
+            raise Unstackable(f"{type(first).__name__} computes more than a linear map")
+        return
+    free = getattr(first, "member_parameters", ())
+    own = [n for n, p in first._parameters.items() if p is not None and n not in free]
+    if own:
+        raise Unstackable(f"{type(first).__name__} holds parameters outside linear layers ({own[0]})")
+    for name, child in first._modules.items():
+        if child is not None:
+            _check([p._modules[name] for p in parts])
+
+
+def _stack(parts: list[nn.Module]) -> nn.Module:
+    first = parts[0]
+    if isinstance(first, nn.Linear):
+        return MemberLinear(parts)
     stacked = copy.copy(first)
     stacked._parameters = {n: stacked_parameter(parts, n) for n, p in first._parameters.items() if p is not None}
     stacked._buffers = dict(first._buffers)
     stacked._non_persistent_buffers_set = set(first._non_persistent_buffers_set)
-    stacked._modules = {name: None if child is None else stack_members([p._modules[name] for p in parts])
+    stacked._modules = {name: None if child is None else _stack([p._modules[name] for p in parts])
                         for name, child in first._modules.items()}
     stacked.members = len(parts)
     return stacked

@@ -140,13 +140,22 @@ class MemberTraining:
         return out
 
     def _fit_and_read_stacked(self, prepared: dict, out: list[Member], device, seeds: list[int]) -> None:
-        """Train the ``prepared`` members stacked and read each one out into ``out``."""
+        """Train the ``prepared`` members stacked and read each one out into ``out``; an error of the stacked
+        training is :class:`~mibench.estimators.members.Unstackable` (the members then run one at a time
+        and each meets the error, if it is one, in its own run)."""
         import torch
+
+        from mibench.estimators.members import Unstackable
 
         index = sorted(prepared)
         tensors = {i: self.tensors(prepared[i][0], device) for i in index}
         datas = [(t[0], t[3], t[1], t[4]) for t in (tensors[i] for i in index)]
-        fitted = self.fit_members(datas, device, [seeds[i] for i in index])
+        try:
+            fitted = self.fit_members(datas, device, [seeds[i] for i in index])
+        except Unstackable:
+            raise
+        except Exception as exc:     # e.g. a network that reads a layer's weight itself: one at a time
+            raise Unstackable(f"stacked training failed: {exc}") from exc
         for i, result in zip(index, fitted):
             if isinstance(result, Exception):
                 out[i].error = result

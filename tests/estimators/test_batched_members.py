@@ -164,6 +164,26 @@ def test_a_member_whose_validation_worsens_keeps_its_best_state_while_the_others
             torch.testing.assert_close(best["line"].state[k], v, rtol=1e-5, atol=1e-6)
 
 
+class _ReadsItsWeight(_Line):
+    def log_prob(self, y, x):          # reads the layer's weight instead of calling it: cannot be stacked
+        return -((y - nn.functional.linear(x, self.lin.weight, self.lin.bias)) ** 2).sum(1)
+
+
+class _ReadsItsWeightFit(_LineFit):
+    name = "reads-weight-test"
+
+    def models(self, dx, dy):
+        return {"line": _ReadsItsWeight()}
+
+
+def test_a_network_that_does_not_stack_trains_its_members_one_at_a_time():
+    est = _ReadsItsWeightFit()
+    data = _data([0, 1], n=200, dim=1)
+    members = est.estimate_members(data, [0, 1])
+    assert not any(m.batched for m in members) and all(m.error is None for m in members)
+    assert [m.value for m in members] == [est.estimate(x, y, seed=s) for (x, y), s in zip(data, [0, 1])]
+
+
 def test_a_members_bad_data_is_its_own_error():
     est = _estimator("ba")
     data = _data([0, 1, 2])

@@ -43,7 +43,7 @@ class DensityModelEstimator(HeldOutEstimator):
 
     name = "generative"
     Settings: ClassVar[type] = FlowSettings
-    #: the flows' steps are 1.3x faster stacked on a CPU too (three seeds: benchmarks/results/batched_seeds.txt)
+    #: the flows train a cell's seeds faster stacked on a CPU too (benchmarks/results/batched_seeds.txt)
     batch_members_on: ClassVar[tuple] = ("cpu", "cuda", "mps")
 
     def flow(self, dim: int, context_dim: int = 0):
