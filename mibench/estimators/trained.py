@@ -17,10 +17,7 @@ held-out pairs.  What they all share is here, written once:
   one is the same one-line error as for every estimator), one torch thread on a CPU;
 * **the training loop** (:meth:`~HeldOutEstimator.train`): Adam on minibatches of the training pairs,
   an optional exponential moving average of the weights, the validation loss of every model every
-  ``eval_every`` steps, the best state of each model kept (early stopping by selection);
-* **the members of a cell** (:meth:`~HeldOutEstimator.estimate_many`: the same estimator on several
-  datasets, each with its seed), trained as one stacked network where that is faster
-  (:mod:`mibench.estimators.trained_members`).
+  ``eval_every`` steps, the best state of each model kept (early stopping by selection).
 
 A subclass declares its networks (:meth:`~HeldOutEstimator.models`), each network's per-pair training
 loss (:meth:`~HeldOutEstimator.loss`) and the readout on the held-out pairs
@@ -319,10 +316,18 @@ class HeldOutEstimator(MemberTraining):
 
     def fit_and_read(self, split: Split, device, seed: int) -> float:
         """Train on ``split`` and return the readout on its test part in nats; details in ``last``."""
+        tensors = self.tensors(split, device)
+        xtr, xva, xte, ytr, yva, yte = tensors
+        models, best = self.fit((xtr, ytr, xva, yva), device, seed)
+        return self.read_fitted(models, best, tensors, device)
+
+    def read_fitted(self, models: dict, best: dict, tensors: tuple, device) -> float:
+        """The readout in nats of ``models`` (in their best states ``best``) fitted on ``tensors`` (the six
+        of :meth:`tensors`), on its test part; details in ``last``.  The one readout of a separate estimate
+        and of each member of a cell (:meth:`estimate_members`)."""
         import torch
 
-        xtr, xva, xte, ytr, yva, yte = self.tensors(split, device)
-        models, best = self.fit((xtr, ytr, xva, yva), device, seed)
+        xtr, xva, xte, ytr, yva, yte = tensors
         with torch.no_grad():
             value, details = self.readout(models, xte, yte)
         self.record(details, best, (xtr, xva, xte), device)

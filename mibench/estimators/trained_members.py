@@ -50,13 +50,15 @@ def cuda_devices(device) -> list:
 class Member:
     """One member's outcome in :meth:`MemberTraining.estimate_members`: its value in nats, the details a
     separate estimate leaves in ``last``, its share of the wall time, and the error a separate estimate
-    would have raised (then ``value`` is NaN); ``batched``: whether it trained stacked with the others."""
+    would have raised (then ``value`` is NaN); ``batched``: whether it trained stacked with the others;
+    ``status``: the estimator's own ``status`` after this member (empty where it sets none)."""
 
     value: float = math.nan
     last: dict = field(default_factory=dict)
     seconds: float = math.nan
     error: Exception | None = None
     batched: bool = False
+    status: str = ""        # the estimator's ``status`` after this member's readout, where it sets one
 
 
 class MemberTraining:
@@ -96,7 +98,7 @@ class MemberTraining:
             value = self.estimate(x, y, seed=int(seed))
         except Exception as exc:     # the member's own outcome, as a separate run records it
             return Member(error=exc, seconds=time.perf_counter() - t0)
-        return Member(value, dict(self.last), time.perf_counter() - t0)
+        return Member(value, dict(self.last), time.perf_counter() - t0, status=str(getattr(self, "status", "") or ""))
 
     def _estimate_stacked(self, datasets: list, seeds: list[int]) -> list[Member]:
         """The members trained as one stacked network; raises
@@ -140,11 +142,10 @@ class MemberTraining:
         return out
 
     def _fit_and_read_stacked(self, prepared: dict, out: list[Member], device, seeds: list[int]) -> None:
-        """Train the ``prepared`` members stacked and read each one out into ``out``; an error of the stacked
-        training is :class:`~mibench.estimators.members.Unstackable` (the members then run one at a time
-        and each meets the error, if it is one, in its own run)."""
-        import torch
-
+        """Train the ``prepared`` members stacked and read each one out into ``out`` (``read_fitted``, as a
+        separate estimate reads); an error of the stacked training is
+        :class:`~mibench.estimators.members.Unstackable` (the members then run one at a time and each meets
+        the error, if it is one, in its own run)."""
         from mibench.estimators.members import Unstackable
 
         index = sorted(prepared)
@@ -161,16 +162,13 @@ class MemberTraining:
                 out[i].error = result
                 continue
             models, best = result
-            xtr, xva, xte, _, _, yte = tensors[i]
             self.reduction = prepared[i][1]
             try:
-                with torch.no_grad():
-                    value, details = self.readout(models, xte, yte)
-                self.record(details, best, (xtr, xva, xte), device)
+                out[i].value = self.read_fitted(models, best, tensors[i], device)
             except Exception as exc:
                 out[i].error = exc
                 continue
-            out[i].value, out[i].last = value, dict(self.last)
+            out[i].last, out[i].status = dict(self.last), str(getattr(self, "status", "") or "")
 
     def fit_members(self, datas: list, device, seeds: list[int]) -> list:
         """``fit`` for each member (``datas[i]`` = (x_train, y_train, x_val, y_val), ``seeds[i]``), the

@@ -141,9 +141,8 @@ class EstimateWorker:
             self.stop(kill=True)
             raise MibenchError(f"the estimate worker failed to start: {msg}")
 
-    def run(self, job, timeout: float) -> dict | list[dict]:
-        """Run one :func:`~mibench.protocols.sample.job.run_job` job; a timeout or a dead worker is returned
-        as one failed result."""
+    def run(self, job: tuple, timeout: float) -> dict:
+        """Run one ``estimate_once`` job; a timeout or a dead worker is returned as a failed result."""
         if self.proc is None or not self.proc.is_alive():
             self._start()
         try:

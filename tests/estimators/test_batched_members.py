@@ -69,6 +69,10 @@ def test_stacked_members_are_their_separate_runs(name):
         value = est.estimate(x, y, seed=seed)
         assert abs(member.value - value) < TOL_DETERMINISTIC, (name, seed, member.value, value)
         assert member.last["n_test"] == est.last["n_test"] and member.last["n_train"] == est.last["n_train"]
+        assert {k: v for k, v in member.last.items() if k.startswith("best_step")} == \
+            {k: v for k, v in est.last.items() if k.startswith("best_step")}
+        assert set(member.last) == set(est.last)
+        assert member.status == str(getattr(est, "status", "") or "")    # its own status, where the estimator sets one
         assert member.seconds > 0
 
 

@@ -137,7 +137,7 @@ def estimate_cell(job: CellJob) -> list[dict]:
             _failed(out, member.error)
             continue
         out.update(seconds=member.seconds, n_parameters=int(getattr(obj, "n_parameters", 0) or 0),
-                   mi_status=str(getattr(obj, "status", "") or ""), info=str(getattr(obj, "last_info", "") or ""))
+                   mi_status=member.status, info=str(getattr(obj, "last_info", "") or ""))
         try:
             _finish(out, float(member.value), SimpleNamespace(last=member.last), len(x))
         except BaseException as exc:

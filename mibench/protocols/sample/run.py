@@ -9,13 +9,7 @@ it (plus wall-clock seconds), and bias / variance / MSE are taken **over seeds**
   :mod:`mibench.estimators.kinds`) are called as ``estimate(x, y, seed=seed)``; critic-bound
   ones go through ``mibench.estimate(x, y, estimator=NAME, critic=..., seed=SEED, units="nats")``
   (trained on a split, held-out value).
-* Cells: an estimator that trains the seeds of a cell (one level, several seeds) faster as one stacked
-  network (:meth:`mibench.estimators.trained.HeldOutEstimator.batches_members`, decided in
-  :func:`prepare`: ``PreparedSample.batched``) estimates the seeds it misses at a level in one job
-  (:class:`~mibench.protocols.sample.job.CellJob`), each member with its own dataset, split, seed and
-  row, recorded as its separate estimate would be; its ``seconds`` is an equal share of the cell's time.
-* Isolation: with a ``timeout`` (default 600 s) every estimate (a cell: ``timeout`` per member) runs in a
-  spawned worker process
+* Isolation: with a ``timeout`` (default 600 s) every estimate runs in a spawned worker process
   (:class:`mibench.protocols.workers.EstimateWorker`) that is killed when the estimate runs past it; an
   exception, a NaN / inf, a timeout or a crashed worker is recorded for that estimate (``status``)
   and the run carries on.  ``timeout=None`` runs in-process (no protection against hangs).
@@ -123,7 +117,10 @@ def prepare(cfg: SampleConfig) -> PreparedSample:
 def batched_estimators(cfg: SampleConfig, device, kinds: dict) -> frozenset:
     """The sample estimators of ``cfg`` that train a cell's members (its seeds) as one stacked network on
     ``device`` (:meth:`~mibench.estimators.trained.HeldOutEstimator.batches_members`: where that is faster
-    than one at a time), when there are several seeds."""
+    than one at a time), when there are several seeds.  Such an estimator estimates the seeds it misses at
+    a level in one job (:class:`~mibench.protocols.sample.job.CellJob`; with a timeout, the worker has
+    ``timeout`` per member), each member with its own dataset, split and seed, and its row recorded as its
+    separate estimate's would be, in the same place; its ``seconds`` is an equal share of the cell's time."""
     from mibench.estimation.estimate import sample_estimator
     from mibench.estimators import ESTIMATORS
 
