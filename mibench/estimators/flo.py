@@ -25,6 +25,7 @@ from torch import nn
 
 from mibench.critics.mlp import mlp
 from mibench.estimators.kinds import BLACK_BOX, LOWER_BOUND
+from mibench.estimators.members import member_roll, members_of
 from mibench.estimators.trained import HeldOutEstimator, TrainedSettings
 
 #: exponents above this are clamped while training (never in the readout): a fresh u can be far below
@@ -39,11 +40,13 @@ class _FLONets(nn.Module):
         self.g, self.u = mlp(dx + dy, hidden, 1, layers=1), mlp(dx + dy, hidden, 1, layers=1)
 
     def terms(self, x: torch.Tensor, y: torch.Tensor, shifts: int, cap: float | None) -> torch.Tensor:
-        """Per positive pair i: 1 - u_i - mean_s exp(-u_i + g(x_i, y_(i+s)) - g(x_i, y_i)), s = 1..shifts."""
+        """Per positive pair i: 1 - u_i - mean_s exp(-u_i + g(x_i, y_(i+s)) - g(x_i, y_i)), s = 1..shifts
+        (shifted within each member's rows when stacked, :mod:`mibench.estimators.members`)."""
         xy = torch.cat([x, y], dim=1)
         g_pos = self.g(xy).squeeze(1)
         u = self.u(xy).squeeze(1)
-        expo = torch.stack([self.g(torch.cat([x, torch.roll(y, -s, 0)], dim=1)).squeeze(1)
+        members = members_of(self)
+        expo = torch.stack([self.g(torch.cat([x, member_roll(y, -s, members)], dim=1)).squeeze(1)
                             for s in range(1, shifts + 1)], dim=1) - (g_pos + u).unsqueeze(1)
         if cap is not None:
             expo = expo.clamp(max=cap)
@@ -79,7 +82,7 @@ class FLOEstimator(HeldOutEstimator):
     def loss(self, key, model, x, y):
         # minimised by the training loop and the early stopping: the negative bound per pair
         cap = TRAIN_EXP_CAP if torch.is_grad_enabled() else None
-        return -model.terms(x, y, min(self.settings.negatives, x.shape[0] - 1), cap)
+        return -model.terms(x, y, min(self.settings.negatives, x.shape[0] // members_of(model) - 1), cap)
 
     def readout(self, models, x, y):
         terms = models["flo"].terms(x, y, min(self.settings.test_negatives, x.shape[0] - 1), None).double()

@@ -18,6 +18,8 @@ import numpy as np
 from mibench.errors import MibenchError
 from mibench.estimators.kinds import GENERATIVE
 from mibench.estimators.preprocess import normal_scores, zscore
+from mibench.estimators.trained_members import Best, MemberTraining, load_best
+from mibench.estimators.trained_members import cuda_devices as _cuda
 
 MARGINALS = ("normal-scores", "zscore")
 
@@ -128,17 +130,6 @@ class Split:
     y_test: np.ndarray
 
 
-@dataclass(frozen=True)
-class Best:
-    """One network's best validation state: its loss, its weights and the step it was reached at; and
-    the whole validation curve ((step, loss) per evaluation) of its training."""
-
-    loss: float = math.inf
-    state: dict | None = None
-    step: int = 0
-    curve: tuple = ()
-
-
 #: a network is still improving when its validation loss fell, over the last quarter of the evaluations,
 #: by more than this share of its whole fall (and its best state is from that quarter)
 STILL_IMPROVING_SHARE = 0.1
@@ -169,7 +160,7 @@ def assess(best: dict, held_out: float, on_training: float | None = None) -> tup
     return "converged", ""
 
 
-class HeldOutEstimator:
+class HeldOutEstimator(MemberTraining):
     """Base of the trained sample estimators (module docstring).
 
     * **Typed settings** (:class:`TrainedSettings`, extended per estimator): built from keywords, validated
@@ -200,6 +191,10 @@ class HeldOutEstimator:
     Settings: ClassVar[type] = TrainedSettings
     #: the estimator models x's density too (x is jittered like y and its constant columns dropped)
     models_x = False
+    #: the device types on which :meth:`estimate_members` trains a cell's members (seeds) as one stacked
+    #: network unless told: accelerators, whose small steps are launch-bound, and the CPU for the
+    #: estimators measured faster so there (benchmarks/results/batched_seeds.txt)
+    batch_members_on: ClassVar[tuple] = ("cuda", "mps")
 
     def __init__(self, **options):
         self.settings = settings_from(self.Settings, self.name, options)
@@ -261,6 +256,21 @@ class HeldOutEstimator:
             return self.fit_and_read(self.prepare(split), device, seed)
         finally:
             torch.set_num_threads(threads)
+
+    def stacks_members(self) -> bool:
+        """Whether a cell's members can train as one stacked network: this estimator trains by this base's
+        procedure (a subclass with its own ``estimate``, ``fit``, ``fit_and_read``, ``train`` or ``prepare``
+        trains its members one at a time)."""
+        cls = type(self)
+        return all(getattr(cls, m) is getattr(HeldOutEstimator, m)
+                   for m in ("estimate", "fit", "fit_and_read", "train", "prepare"))
+
+    def batches_members(self) -> bool:
+        """Whether :meth:`estimate_members` stacks the members unless told: :meth:`stacks_members` and the
+        device's type is in ``batch_members_on``."""
+        from mibench.utils.device import resolve_device
+
+        return self.stacks_members() and resolve_device(self.settings.device).type in self.batch_members_on
 
     def split(self, x, y, seed: int) -> Split | None:
         """The data rules (class docstring) applied to (x, y); None when y, or a modelled x, is constant
@@ -335,10 +345,18 @@ class HeldOutEstimator:
 
     def fit_and_read(self, split: Split, device, seed: int) -> float:
         """Train on ``split`` and return the readout on its test part in nats; details in ``last``."""
+        tensors = self.tensors(split, device)
+        xtr, xva, xte, ytr, yva, yte = tensors
+        models, best = self.fit((xtr, ytr, xva, yva), device, seed)
+        return self.read_fitted(models, best, tensors, device)
+
+    def read_fitted(self, models: dict, best: dict, tensors: tuple, device) -> float:
+        """The readout in nats of ``models`` (in their best states ``best``) fitted on ``tensors`` (the six
+        of :meth:`tensors`), on its test part; details in ``last``.  The one readout of a separate estimate
+        and of each member of a cell (:meth:`estimate_members`)."""
         import torch
 
-        xtr, xva, xte, ytr, yva, yte = self.tensors(split, device)
-        models, best = self.fit((xtr, ytr, xva, yva), device, seed)
+        xtr, xva, xte, ytr, yva, yte = tensors
         with torch.no_grad():
             value, details = self.readout(models, xte, yte)
             k = min(xtr.shape[0], xte.shape[0])      # the same readout on as many training pairs
@@ -392,11 +410,6 @@ class HeldOutEstimator:
         return {k: replace(b, curve=tuple(curves[k])) for k, b in best.items()}
 
 
-def _cuda(device) -> list:
-    """The devices whose generator :func:`torch.random.fork_rng` must fork (CUDA only)."""
-    return [device] if device.type == "cuda" else []
-
-
 def _update_average(kept: dict, models: dict, decay: float) -> None:
     import torch
 
@@ -408,10 +421,3 @@ def _update_average(kept: dict, models: dict, decay: float) -> None:
                 else:
                     avg.copy_(p)
 
-
-def load_best(owner: str, models: dict, best: dict) -> None:
-    """Load each network's best state; a network with no finite validation loss is a one-line error."""
-    for key, model in models.items():
-        if best[key].state is None:
-            raise MibenchError(f"{owner}: training diverged (no finite validation loss)")
-        model.load_state_dict(best[key].state)

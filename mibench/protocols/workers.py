@@ -61,7 +61,7 @@ def install_payload(payload: bytes | None) -> None:
 def _estimate_worker_main(conn, payload: bytes | None, sys_path: list, parent_pid: int | None = None,
                           threads: int | None = None) -> None:
     """A spawned estimate worker: receives jobs, answers with
-    :func:`mibench.protocols.sample.job.estimate_once` results; exits when its parent dies."""
+    :func:`mibench.protocols.sample.job.run_job` results; exits when its parent dies."""
     if parent_pid is not None:
         watch_parent(parent_pid)
     for p in sys_path:
@@ -73,7 +73,7 @@ def _estimate_worker_main(conn, payload: bytes | None, sys_path: list, parent_pi
         torch.set_num_threads(int(threads))
     try:
         install_payload(payload)
-        from mibench.protocols.sample.job import estimate_once
+        from mibench.protocols.sample.job import run_job
 
         conn.send(("ready", None))
     except BaseException as exc:  # pragma: no cover - reported to the parent
@@ -86,7 +86,7 @@ def _estimate_worker_main(conn, payload: bytes | None, sys_path: list, parent_pi
             return
         if job is None:
             return
-        conn.send(("done", estimate_once(*job)))
+        conn.send(("done", run_job(job)))
 
 
 class EstimateWorker:

@@ -43,6 +43,8 @@ class DensityModelEstimator(HeldOutEstimator):
 
     name = "generative"
     Settings: ClassVar[type] = FlowSettings
+    #: the flows train a cell's seeds faster stacked on a CPU too (benchmarks/results/batched_seeds.txt)
+    batch_members_on: ClassVar[tuple] = ("cpu", "cuda", "mps")
 
     def flow(self, dim: int, context_dim: int = 0):
         """A density model log q(y | x) of ``dim`` variables given ``context_dim`` (0: log q(y)), of the

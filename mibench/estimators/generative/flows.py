@@ -22,7 +22,10 @@ LOG_2PI = math.log(2 * math.pi)
 class _Params(nn.Module):
     """Parameters of an invertible map: an MLP of the inputs (mask-ed y and/or the x context), or a
     free learned vector when there are no inputs.  Zero-initialised last layer: each layer starts
-    as the identity."""
+    as the identity.  Stacked as members (:mod:`mibench.estimators.members`), the free vector has a
+    leading member dimension and each member's rows get its own."""
+
+    member_parameters = ("bias",)
 
     def __init__(self, in_dim: int, out_dim: int, hidden: int):
         super().__init__()
@@ -40,6 +43,9 @@ class _Params(nn.Module):
 
     def forward(self, h: torch.Tensor | None, n: int) -> torch.Tensor:
         if self.net is None:
+            if self.bias.dim() == 2:     # (members, out): member-major folded rows
+                m = self.bias.shape[0]
+                return self.bias.unsqueeze(1).expand(m, n // m, self.out_dim).reshape(n, self.out_dim)
             return self.bias.expand(n, self.out_dim)
         return self.net(h)
 

@@ -31,6 +31,7 @@ from typing import ClassVar
 import torch
 
 from mibench.estimators.generative.nets import TimeMLP
+from mibench.estimators.members import member_randperm, members_of
 from mibench.estimators.trained import HeldOutEstimator, TrainedSettings
 
 EXACT_DIV_MAX_DIM = 32
@@ -90,10 +91,11 @@ class FMMI(HeldOutEstimator):
             return {"velocity": TimeMLP(dx + dy, 0, dx + dy, hidden)}
         return {"velocity": TimeMLP(dy, dx, dy, hidden)}
 
-    def _draw(self, x, y, generator=None):
-        """(z_0, z_1, t, context) for one flow-matching sample per row."""
+    def _draw(self, x, y, generator=None, members: int = 1):
+        """(z_0, z_1, t, context) for one flow-matching sample per row; partners are drawn within each
+        member's rows when ``members`` networks run stacked (:mod:`mibench.estimators.members`)."""
         n = x.shape[0]
-        perm = lambda: torch.randperm(n, generator=generator, device=x.device)   # noqa: E731
+        perm = lambda: member_randperm(n, members, generator, x.device)   # noqa: E731
         t = torch.rand(n, generator=generator, device=x.device, dtype=x.dtype)
         if self.joint:
             a, b, c = perm(), perm(), perm()
@@ -102,7 +104,7 @@ class FMMI(HeldOutEstimator):
 
     def loss(self, key, model, x, y):
         gen = None if torch.is_grad_enabled() else torch.Generator(device=x.device).manual_seed(0)
-        z0, z1, t, ctx = self._draw(x, y, gen)
+        z0, z1, t, ctx = self._draw(x, y, gen, members_of(model))
         zt = (1 - t.unsqueeze(1)) * z0 + t.unsqueeze(1) * z1
         return ((model(zt, t, ctx) - (z1 - z0)) ** 2).sum(1)
 

@@ -35,7 +35,7 @@ import numpy as np
 from mibench.metrics import status_counts
 from mibench.protocols.base import PreparedRun
 from mibench.protocols.sample.config import DEFAULT_N, DEFAULT_TIMEOUT, MIN_N_BLACK_BOX, SampleConfig, check_memory  # noqa: F401
-from mibench.protocols.sample.job import bits_or_empty, estimate_once
+from mibench.protocols.sample.job import CellJob, bits_or_empty, estimate_cell, estimate_once
 from mibench.records import (
     SAMPLE_SUMMARY_EXTRA,
     RunHeader,
@@ -56,11 +56,17 @@ class SampleResult:
     out_dir: Path | None = None
 
 
+#: a cell's members train together only where its seeds' datasets (float64) fit in this many bytes at once
+CELL_MAX_BYTES = 256 * 2 ** 20
+
+
 @dataclass
 class PreparedSample(PreparedRun):
-    """A sample run checked and ready: config, device, task and the kind of each estimator."""
+    """A sample run checked and ready: config, device, task, the kind of each estimator and the
+    estimators that train a cell's members (seeds) together (:func:`batched_estimators`)."""
 
     kinds: dict | None = None
+    batched: frozenset = frozenset()
 
 
 def dataset_seed(seed: int, level: float) -> int:
@@ -97,7 +103,30 @@ def prepare(cfg: SampleConfig) -> PreparedSample:
         check_mi_request(task.name, level, task.max_mi_bits)
     kinds = {name: estimator_kind(name) for name in cfg.estimators}
     check_memory(cfg, task, device, critic_bound="critic" in kinds.values())
-    return PreparedSample(cfg, device, task, kinds)
+    return PreparedSample(cfg, device, task, kinds, batched_estimators(cfg, device, kinds))
+
+
+def batched_estimators(cfg: SampleConfig, device, kinds: dict) -> frozenset:
+    """The sample estimators of ``cfg`` that train a cell's members (its seeds) as one stacked network on
+    ``device`` (:meth:`~mibench.estimators.trained.HeldOutEstimator.batches_members`: where that is faster
+    than one at a time), when there are several seeds.  Such an estimator estimates the seeds it misses at
+    a level in one job (:class:`~mibench.protocols.sample.job.CellJob`; with a timeout, the worker has
+    ``timeout`` per member), each member with its own dataset, split and seed, and its row recorded as its
+    separate estimate's would be, in the same place; its ``seconds`` is an equal share of the cell's time."""
+    from mibench.estimation.estimate import sample_estimator
+    from mibench.estimators import ESTIMATORS
+
+    out = set()
+    for name in cfg.estimators if len(cfg.seeds) > 1 else ():
+        if kinds.get(name) == "critic":
+            continue
+        try:
+            obj = sample_estimator(ESTIMATORS.get(name).obj(), str(device))
+            if callable(getattr(obj, "batches_members", None)) and obj.batches_members():
+                out.add(name)
+        except Exception:     # an estimator that cannot say trains its members one at a time
+            continue
+    return frozenset(out)
 
 
 def summarize_over_seeds(task: str, critic: str, rows: list[dict], kinds: dict, n: int) -> list[dict]:
@@ -166,21 +195,28 @@ def run_sample(prepared, out_dir=None, *, progress: bool = False, plot: bool = T
     with life.running(_header(prepared, run_id, extra), carry=("estimator_info", "estimator_settings")) as config:
         worker = EstimateWorker() if cfg.timeout is not None else None
 
-        def estimate(job):
-            return worker.run(job, cfg.timeout) if worker is not None else estimate_once(*job)
+        def estimate(seeds, job):
+            timeout = None if worker is None else cfg.timeout * len(seeds)    # a cell: each member's time
+            if worker is not None:
+                res = worker.run(job, timeout)
+            else:
+                res = estimate_cell(job) if isinstance(job, CellJob) else estimate_once(*job)
+            return res if isinstance(res, list) else [res] * len(seeds)    # a failed worker fails each member
 
         done = False
         try:
-            for level, seed, name, x, y in _todo(prepared, rows):
+            for level, seeds, name, datasets in _todo(prepared, rows):
                 check_stop()
-                res = estimate((name, x, y, seed, cfg.critic, str(prepared.device), cfg.estimate_kwargs))
-                rows.append(_row(res, run_id, task.name, name, prepared.kinds, cfg, seed, level))
-                if res.get("info"):      # how the estimator ran (e.g. ksg's neighbour search)
-                    config.setdefault("estimator_info", {}).setdefault(name, res["info"])
-                if res.get("parameters"):    # a trained estimator's typed settings, as it ran
-                    config.setdefault("estimator_settings", {}).setdefault(name, res["parameters"])
-                if progress:
-                    _print_progress(rows[-1], len(rows), len(cfg.levels) * len(cfg.seeds) * len(cfg.estimators))
+                if len(seeds) > 1:
+                    job = CellJob(name, datasets, seeds, str(prepared.device))
+                else:
+                    job = (name, *datasets[0], seeds[0], cfg.critic, str(prepared.device), cfg.estimate_kwargs)
+                for seed, res in zip(seeds, estimate(seeds, job)):
+                    rows.append(_row(res, run_id, task.name, name, prepared.kinds, cfg, seed, level))
+                    _note(config, name, res)
+                    if progress:
+                        _print_progress(rows[-1], len(rows), len(cfg.levels) * len(cfg.seeds) * len(cfg.estimators))
+                rows.sort(key=_run_order(cfg))      # a cell's rows where its separate estimates' would be
                 if life.out is not None:
                     write_sample_estimates(life.out / "sample_estimates.csv", rows)
                     life.beat()
@@ -228,19 +264,54 @@ def _kept_rows(life) -> list[dict]:
     return [_as_written(r) for r in read_sample_estimates(path)]
 
 
+def _run_order(cfg: SampleConfig):
+    """Sort key of the rows: level, seed, estimator, in the config's order (the order of separate
+    estimates); rows of values the config does not list (none, unless edited) last, in their order."""
+    levels = {float(v): i for i, v in enumerate(cfg.levels)}
+    seeds = {int(v): i for i, v in enumerate(cfg.seeds)}
+    names = {v: i for i, v in enumerate(cfg.estimators)}
+    last = len(levels) + len(seeds) + len(names)
+    return lambda r: (levels.get(float(r["true_mi"]), last), seeds.get(int(r["seed"]), last),
+                      names.get(r["estimator"], last))
+
+
+def _note(config: dict, name: str, res: dict) -> None:
+    """config.json's notes of how an estimator ran: its info (e.g. ksg's neighbour search) and, for a
+    trained estimator, its typed settings as it ran (the first estimate's)."""
+    if res.get("info"):
+        config.setdefault("estimator_info", {}).setdefault(name, res["info"])
+    if res.get("parameters"):
+        config.setdefault("estimator_settings", {}).setdefault(name, res["parameters"])
+
+
 def _todo(prepared: PreparedSample, rows: list[dict]):
-    """``(level, seed, estimator, x, y)`` of every estimate still to make, each (level, seed)'s
-    dataset drawn once (only where one of its estimates is missing)."""
+    """``(level, seeds, estimator, datasets)`` of every estimate still to make, each (level, seed)'s
+    dataset drawn once (only where one of its estimates is missing): for an estimator that trains a
+    cell's members together (``prepared.batched``; :data:`CELL_MAX_BYTES`) one item with every seed it
+    misses at this level, first; for the others one item per seed, as ``([seed], [(x, y)])``."""
     cfg, task = prepared.config, prepared.task
     done = {(r["estimator"], float(r["true_mi"]), int(r["seed"])) for r in rows}
+    fits = cfg.n * (int(task.dim_x) + int(task.dim_y)) * 8 * len(cfg.seeds) <= CELL_MAX_BYTES
     for level in cfg.levels:
+        missing = {seed: [name for name in cfg.estimators if (name, float(level), int(seed)) not in done]
+                   for seed in cfg.seeds}
+        cells = [name for name in cfg.estimators if fits and name in prepared.batched
+                 and sum(name in todo for todo in missing.values()) > 1]
+        data = {}
+        for name in cells:
+            seeds = [seed for seed in cfg.seeds if name in missing[seed]]
+            for seed in seeds:
+                if seed not in data:
+                    data[seed] = draw_dataset(task, cfg.n, level, seed)
+            yield level, seeds, name, [data[seed] for seed in seeds]
         for seed in cfg.seeds:
-            todo = [name for name in cfg.estimators if (name, float(level), int(seed)) not in done]
+            todo = [name for name in missing[seed] if name not in cells]
             if todo:
-                x, y = draw_dataset(task, cfg.n, level, seed)
+                x, y = data.pop(seed) if seed in data else draw_dataset(task, cfg.n, level, seed)
                 images = _as_images(task, cfg.critic, x, y)
                 for name in todo:
-                    yield (level, seed, name, *(images if prepared.kinds.get(name) == "critic" else (x, y)))
+                    yield level, [seed], name, [images if prepared.kinds.get(name) == "critic" else (x, y)]
+            data.pop(seed, None)
 
 
 def _as_images(task, critic: str, x, y):

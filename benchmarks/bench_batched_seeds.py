@@ -1,0 +1,220 @@
+"""Batched training over seeds: the three seeds of one BMI 5x5 cell at n = 5,000, each estimator's
+members trained as one stacked network (``HeldOutEstimator.estimate_members(..., stacked=True)``,
+mibench/estimators/trained_members.py) against the same three estimates one at a time, in one process,
+the two ways alternating within each round (and their order swapped every round) so that the load of
+this shared machine hits both alike.
+
+    python benchmarks/bench_batched_seeds.py [--task multinormal-dense-5-5-0.5] [--n 5000] [--seeds 0,1,2]
+        [--estimators infonce,ba,doe-flow,minde-c,fmmi-c] [--rounds 2] [--steps-rounds 7]
+        [--out benchmarks/results/batched_seeds.txt]
+
+Section 1, whole cells: per estimator and way, the median over rounds of the wall and CPU seconds of the
+cell (its three estimates, data rules and readouts included), the throughput ratio (one at a time /
+batched; above 1: batched is faster) and each seed's value from both ways.  ``infonce`` trains through
+``mibench.estimate`` (critic-bound, its own loop), which has no batched path: its row is one at a time
+only.  Section 2, training steps alone: one Adam step of every trained sample estimator's networks on a
+256-pair batch (5 x 5), one member vs three stacked, and for infonce one step of its default critic
+(joint, hidden 64, 8 blocks of 32 pairs, the InfoNCE bound) vs three such critics as batched matrix
+products: the ceiling on what stacking can buy for each.  CPU time (``time.process_time``) is given
+beside the wall time: with one torch thread it counts the work of this process and not its waits for a
+loaded core.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from common import header  # noqa: E402
+
+STACKABLE = ("ba", "doe-flow", "gm-flow", "club", "l1out", "flo", "minde-c", "minde-j", "fmmi-c", "fmmi-j")
+
+
+def _clock(f):
+    """(result, wall seconds, CPU seconds) of ``f()``."""
+    w, c = time.perf_counter(), time.process_time()
+    out = f()
+    return out, time.perf_counter() - w, time.process_time() - c
+
+
+def _cell_ways(name: str, data: list, seeds: list[int]) -> dict:
+    """The two ways to estimate the cell: name -> a function returning the values (nats)."""
+    import mibench
+    from mibench.estimators import ESTIMATORS
+
+    if name == "infonce":
+        return {"one at a time": lambda: [mibench.estimate(x, y, estimator="infonce", seed=s, units="nats").mi_raw
+                                          for (x, y), s in zip(data, seeds)]}
+    est = ESTIMATORS.get(name).obj().with_settings(device="cpu")
+
+    def batched():
+        members = est.estimate_members(data, seeds, stacked=True)
+        assert all(m.batched for m in members), f"{name} did not stack"
+        return [m.value for m in members]
+
+    return {"one at a time": lambda: [est.estimate(x, y, seed=s) for (x, y), s in zip(data, seeds)],
+            "batched": batched}
+
+
+def whole_cells(names: list[str], data: list, seeds: list[int], rounds: int) -> list[str]:
+    lines = ["", "## 1. Whole cells: three seeds, one at a time vs batched (median over rounds)", "",
+             f"{'estimator':<10} {'way':<14} {'wall s':>8} {'cpu s':>8} {'ratio wall':>10} {'ratio cpu':>9}"
+             "  values (nats) per seed"]
+    for name in names:
+        ways = _cell_ways(name, data, seeds)
+        times = {w: [] for w in ways}
+        values = {}
+        for r in range(rounds):
+            for w in (list(ways) if r % 2 == 0 else list(ways)[::-1]):
+                values[w], wall, cpu = _clock(ways[w])
+                times[w].append((wall, cpu))
+                print(f"  {name} round {r} {w}: {wall:.1f} s", file=sys.stderr, flush=True)
+        med = {w: (statistics.median(t[0] for t in ts), statistics.median(t[1] for t in ts)) for w, ts in times.items()}
+        base = med["one at a time"]
+        for w, (wall, cpu) in med.items():
+            ratio = f"{base[0] / wall:>10.2f} {base[1] / cpu:>9.2f}" if w != "one at a time" else f"{'':>10} {'':>9}"
+            vals = " ".join(f"{v:.4f}" for v in values[w])
+            lines.append(f"{name:<10} {w:<14} {wall:>8.1f} {cpu:>8.1f} {ratio}  {vals}")
+        if "batched" in values:
+            diff = max(abs(a - b) for a, b in zip(values["one at a time"], values["batched"]))
+            lines.append(f"{'':<10} max |batched - one at a time| = {diff:.2e} nats")
+    return lines
+
+
+def _step_pair(name: str, members: int = 3):
+    """(one step of one member, one step of ``members`` stacked) for trained sample estimator ``name``."""
+    from mibench.estimators import ESTIMATORS
+    from mibench.estimators.members import stack_members
+
+    est = ESTIMATORS.get(name).obj()
+
+    def build(seed):
+        torch.manual_seed(seed)
+        return est.models(5, 5)
+
+    single, nets = build(0), [build(s) for s in range(members)]
+    folds = {k: stack_members([m[k] for m in nets]) for k in nets[0]}
+    x, y = torch.randn(members * 256, 5), torch.randn(members * 256, 5)
+    opts = [torch.optim.Adam([p for m in ms.values() for p in m.parameters()], lr=1e-3) for ms in (single, folds)]
+
+    def step(models, opt, xb, yb, m):
+        total = sum(est.loss(k, f, xb, yb).reshape(m, -1).mean(1) for k, f in models.items()).sum()
+        opt.zero_grad()
+        total.backward()
+        opt.step()
+
+    return (lambda: step(single, opts[0], x[:256], y[:256], 1)), (lambda: step(folds, opts[1], x, y, members))
+
+
+def _infonce_step_pair(members: int = 3, hidden: int = 64, blocks: int = 8, block: int = 32):
+    """infonce's training step (joint critic, one hidden layer, the InfoNCE bound on 32 x 32 blocks) for
+    one critic (mibench's own, oneDNN GEMMs and fused Adam) and for ``members`` critics as batched
+    matrix products (the stacked form a batched infonce would need)."""
+    from mibench.critics import make_critic
+    from mibench.critics.kernels import make_adam
+    from mibench.estimators import make_estimator
+
+    torch.manual_seed(0)
+    net, head = make_critic("joint", 5, 5, hidden, 1, 32), make_estimator("infonce")
+    opt = make_adam(list(net.parameters()), 2e-3)
+    xb, yb = torch.randn(blocks, block, 5), torch.randn(blocks, block, 5)
+
+    def single():
+        loss, _ = head(net.block_scores(xb, yb))
+        opt.zero_grad()
+        loss.mean().backward()
+        opt.step()
+
+    s = members
+    w = [torch.nn.Parameter(torch.randn(s, *shape) * 0.1) for shape in ((5, hidden), (5, hidden), (hidden, hidden),
+                                                                        (hidden, 1))]
+    b = [torch.nn.Parameter(torch.zeros(s, 1, n)) for n in (hidden, hidden, 1)]
+    opt_s = torch.optim.Adam(w + b, lr=2e-3)
+    xs, ys = torch.randn(s, blocks * block, 5), torch.randn(s, blocks * block, 5)
+
+    def stacked():
+        hx = torch.baddbmm(b[0], xs, w[0]).view(s, blocks, block, 1, hidden)
+        hy = torch.bmm(ys, w[1]).view(s, blocks, 1, block, hidden)
+        h = (hx + hy).relu().view(s, -1, hidden)
+        h = torch.baddbmm(b[1], h, w[2]).relu()
+        scores = torch.baddbmm(b[2], h, w[3]).view(s * blocks, block, block)
+        loss, _ = head(scores)
+        opt_s.zero_grad()
+        loss.mean().backward()
+        opt_s.step()
+
+    return single, stacked
+
+
+def steps(names: list[str], rounds: int) -> list[str]:
+    lines = ["", "## 2. One training step: one member vs three stacked (median of rounds of 20 steps)", "",
+             f"{'estimator':<10} {'1 member ms':>11} {'3 stacked ms':>12} {'ratio wall':>10} {'ratio cpu':>9}"]
+    for name in names:
+        one, three = _infonce_step_pair() if name == "infonce" else _step_pair(name)
+        for f in (one, three):
+            for _ in range(5):
+                f()
+        res = {"one": [], "three": []}
+        for _ in range(rounds):
+            for key, f in (("one", one), ("three", three)):
+                _, wall, cpu = _clock(lambda: [f() for _ in range(20)])
+                res[key].append((wall / 20, cpu / 20))
+        med = {k: (statistics.median(t[0] for t in v), statistics.median(t[1] for t in v)) for k, v in res.items()}
+        lines.append(f"{name:<10} {med['one'][0] * 1e3:>11.2f} {med['three'][0] * 1e3:>12.2f} "
+                     f"{3 * med['one'][0] / med['three'][0]:>10.2f} {3 * med['one'][1] / med['three'][1]:>9.2f}")
+    return lines
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--task", default="multinormal-dense-5-5-0.5")
+    p.add_argument("--n", type=int, default=5000)
+    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--estimators", default="infonce,ba,doe-flow,minde-c,fmmi-c")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--steps-rounds", type=int, default=7)
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+    from mibench.protocols.sample.run import draw_dataset
+    from mibench.tasks import make_task
+
+    torch.set_num_threads(1)        # as every estimate here runs (HeldOutEstimator, mibench.estimate)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        header("bench_batched_seeds.py: a BMI 5x5 cell's three seeds, batched vs one at a time")
+    print(buf.getvalue(), end="", flush=True)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    task = make_task(args.task)
+    data = [draw_dataset(task, args.n, task.mi_bits, s) for s in seeds]
+    names = args.estimators.split(",")
+    lines = [f"# machine: nproc {os.cpu_count()}, {_uptime()} (start)",
+             f"# task {args.task} (true MI {task.mi_bits:.4f} bits), n = {args.n}, seeds {args.seeds}, "
+             f"default settings, 1 torch thread"]
+    lines += whole_cells(names, data, seeds, args.rounds)
+    lines += steps(["infonce", *STACKABLE], args.steps_rounds)
+    lines += ["", f"# machine: {_uptime()} (end)"]
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(buf.getvalue() + text + "\n")
+
+
+def _uptime() -> str:
+    try:
+        return "uptime:" + subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip().split("up", 1)[1]
+    except (OSError, IndexError):
+        return "uptime unknown"
+
+
+if __name__ == "__main__":
+    main()

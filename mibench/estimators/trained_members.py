@@ -1,0 +1,271 @@
+"""The members of a benchmark cell trained as one: :class:`MemberTraining`, the part of
+:class:`~mibench.estimators.trained.HeldOutEstimator` that estimates one estimator on S datasets with S
+seeds (a cell of the reference table: the same estimator and task, seeds 0..S-1), and the training state
+both share (:class:`Best`, :func:`load_best`).
+
+Each member is its separate estimate: its own data draw, split, jitter and reduction, its networks built
+with its seed (the same initialisation), its minibatches from its own generator, its validation loss and
+best state per network, its readout and its details (``last``).  What they share is the training loop:
+the members' networks run as one stacked network (:mod:`mibench.estimators.members`) under one Adam over
+the stacked weights (Adam is elementwise, so each member's update is the one its separate run makes).
+Two things differ from separate runs: the random draws inside the losses (diffusion times and noise,
+flow-matching partners) come from torch's global generator for all members at once, so a member draws
+other numbers than its separate run (the same distribution), and the stacked matrix products may round
+differently in the last float32 bit.  An estimator that cannot be stacked trains its members one after
+another; a single member is always its separate estimate.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import time
+from dataclasses import dataclass, field, replace
+
+from mibench.errors import MibenchError
+
+
+@dataclass(frozen=True)
+class Best:
+    """One network's best validation state: its loss, its weights and the step it was reached at; and
+    the whole validation curve ((step, loss) per evaluation) of its training."""
+
+    loss: float = math.inf
+    state: dict | None = None
+    step: int = 0
+    curve: tuple = ()
+
+
+def load_best(owner: str, models: dict, best: dict) -> None:
+    """Load each network's best state; a network with no finite validation loss is a one-line error."""
+    for key, model in models.items():
+        if best[key].state is None:
+            raise MibenchError(f"{owner}: training diverged (no finite validation loss)")
+        model.load_state_dict(best[key].state)
+
+
+def cuda_devices(device) -> list:
+    """The devices whose generator :func:`torch.random.fork_rng` must fork (CUDA only)."""
+    return [device] if device.type == "cuda" else []
+
+
+@dataclass
+class Member:
+    """One member's outcome in :meth:`MemberTraining.estimate_members`: its value in nats, the details a
+    separate estimate leaves in ``last``, its share of the wall time, and the error a separate estimate
+    would have raised (then ``value`` is NaN); ``batched``: whether it trained stacked with the others;
+    ``status``: the estimator's own ``status`` after this member (empty where it sets none)."""
+
+    value: float = math.nan
+    last: dict = field(default_factory=dict)
+    seconds: float = math.nan
+    error: Exception | None = None
+    batched: bool = False
+    status: str = ""        # the estimator's ``status`` after this member's readout, where it sets one
+
+
+class MemberTraining:
+    """:meth:`estimate_many` and :meth:`estimate_members` of a trained sample estimator (module docstring)."""
+
+    def estimate_many(self, datasets: list, seeds: list, stacked: bool | None = None) -> list[float]:
+        """I(X;Y) in nats of each ``(x, y)`` of ``datasets`` with its seed, as separate :meth:`estimate`
+        calls give them (module docstring; ``stacked``: :meth:`estimate_members`); the first failing
+        member's error is raised."""
+        out = self.estimate_members(datasets, seeds, stacked)
+        for member in out:
+            if member.error is not None:
+                raise member.error
+        return [member.value for member in out]
+
+    def estimate_members(self, datasets: list, seeds: list, stacked: bool | None = None) -> list[Member]:
+        """One :class:`Member` per ``(x, y)`` of ``datasets`` and seed of ``seeds``: trained as one stacked
+        network (module docstring) where ``stacked`` is True, or None and :meth:`batches_members` (where
+        it is faster), and the networks stack; else one :meth:`estimate` after another.  Never raises for
+        a member: its error is in its :class:`Member`."""
+        from mibench.estimators.members import Unstackable
+
+        if len(datasets) != len(seeds):
+            raise MibenchError(f"{self.name}: {len(datasets)} datasets for {len(seeds)} seeds")
+        stack = self.batches_members() if stacked is None else bool(stacked) and self.stacks_members()
+        if len(seeds) > 1 and stack:
+            try:
+                return self._estimate_stacked(datasets, [int(seed) for seed in seeds])
+            except Unstackable:
+                pass
+        return [self._estimate_member(x, y, seed) for (x, y), seed in zip(datasets, seeds)]
+
+    def _estimate_member(self, x, y, seed: int) -> Member:
+        """One member as a separate :meth:`estimate` (its error kept, not raised)."""
+        t0 = time.perf_counter()
+        try:
+            value = self.estimate(x, y, seed=int(seed))
+        except Exception as exc:     # the member's own outcome, as a separate run records it
+            return Member(error=exc, seconds=time.perf_counter() - t0)
+        return Member(value, dict(self.last), time.perf_counter() - t0, status=str(getattr(self, "status", "") or ""))
+
+    def _estimate_stacked(self, datasets: list, seeds: list[int]) -> list[Member]:
+        """The members trained as one stacked network; raises
+        :class:`~mibench.estimators.members.Unstackable` (before any training) where they cannot be.
+        Each member's ``seconds`` is an equal share of the wall time."""
+        import torch
+
+        from mibench.estimators.members import Unstackable
+        from mibench.utils.device import resolve_device
+
+        device = resolve_device(self.settings.device)
+        t0 = time.perf_counter()
+        out = [Member(batched=True) for _ in seeds]
+        prepared = {}        # member -> (its prepared split, its reduction)
+        for i, ((x, y), seed) in enumerate(zip(datasets, seeds)):
+            try:
+                split = self.split(x, y, seed)
+                if split is None:        # as estimate(): nothing to carry
+                    out[i].value, out[i].last = 0.0, {}
+                else:
+                    prepared[i] = (self.prepare(split), self.reduction)
+            except Exception as exc:
+                out[i].error = exc
+        shapes = {(sp.x_train.shape, sp.y_train.shape, sp.x_val.shape[0]) for sp, _ in prepared.values()}
+        if len(shapes) > 1:
+            raise Unstackable("the members' prepared data differ in shape")
+        threads = torch.get_num_threads()
+        if device.type == "cpu":
+            torch.set_num_threads(1)    # as estimate(): small GEMMs
+        try:
+            if len(prepared) > 1:
+                self._fit_and_read_stacked(prepared, out, device, seeds)
+            elif prepared:               # one member left to train: its separate estimate
+                (i,) = prepared
+                out[i] = self._estimate_member(*datasets[i], seeds[i])
+        finally:
+            torch.set_num_threads(threads)
+        share = (time.perf_counter() - t0) / len(seeds)
+        for member in out:
+            member.seconds = share
+        return out
+
+    def _fit_and_read_stacked(self, prepared: dict, out: list[Member], device, seeds: list[int]) -> None:
+        """Train the ``prepared`` members stacked and read each one out into ``out`` (``read_fitted``, as a
+        separate estimate reads); an error of the stacked training is
+        :class:`~mibench.estimators.members.Unstackable` (the members then run one at a time and each meets
+        the error, if it is one, in its own run)."""
+        from mibench.estimators.members import Unstackable
+
+        index = sorted(prepared)
+        tensors = {i: self.tensors(prepared[i][0], device) for i in index}
+        datas = [(t[0], t[3], t[1], t[4]) for t in (tensors[i] for i in index)]
+        try:
+            fitted = self.fit_members(datas, device, [seeds[i] for i in index])
+        except Unstackable:
+            raise
+        except Exception as exc:     # e.g. a network that reads a layer's weight itself: one at a time
+            raise Unstackable(f"stacked training failed: {exc}") from exc
+        for i, result in zip(index, fitted):
+            if isinstance(result, Exception):
+                out[i].error = result
+                continue
+            models, best = result
+            self.reduction = prepared[i][1]
+            try:
+                out[i].value = self.read_fitted(models, best, tensors[i], device)
+            except Exception as exc:
+                out[i].error = exc
+                continue
+            out[i].last, out[i].status = dict(self.last), str(getattr(self, "status", "") or "")
+
+    def fit_members(self, datas: list, device, seeds: list[int]) -> list:
+        """``fit`` for each member (``datas[i]`` = (x_train, y_train, x_val, y_val), ``seeds[i]``), the
+        members trained as one stacked network (:meth:`train_members`): per member ``(networks in their
+        best states, {key: Best})``, or the error its separate ``fit`` would have raised."""
+        import torch
+
+        members = []
+        for seed in seeds:
+            with torch.random.fork_rng(devices=cuda_devices(device)):
+                torch.manual_seed(seed)
+                nets = self.models(datas[0][0].shape[1], datas[0][1].shape[1])
+                members.append({k: m.to(device) for k, m in nets.items()})
+        self.n_parameters = sum(p.numel() for m in members[0].values() for p in m.parameters())
+        bests = self.train_members(members, self.loss, datas, device, seeds)
+        out = []
+        for models, best in zip(members, bests):
+            try:
+                load_best(self.name, models, best)
+                out.append((models, best))
+            except MibenchError as exc:
+                out.append(exc)
+        return out
+
+    def train_members(self, members: list[dict], loss, datas: list[tuple], device, seeds: list[int]) -> list[dict]:
+        """``train`` for S members at once: ``members[i]`` (networks by key, built with ``seeds[i]``) on
+        ``datas[i]``, stacked into one network per key (raises
+        :class:`~mibench.estimators.members.Unstackable` before any step where they cannot be).  Each
+        member draws its minibatches from its own generator seeded by its seed and is validated and kept on
+        its own (its networks hold its slice of the stacked weights); one Adam updates the stacked weights;
+        the draws inside the losses come from torch's global generator, seeded from ``seeds[0]``.  Returns
+        one {key: :class:`Best`} per member."""
+        import torch
+
+        from mibench.estimators.members import stack_members
+
+        s = self.settings
+        m = len(members)
+        kept = [{k: copy.deepcopy(net) for k, net in nets.items()} for nets in members] if s.ema > 0 else members
+        folds = {k: stack_members([nets[k] for nets in members]) for k in members[0]}
+        kept_folds = {k: stack_members([nets[k] for nets in kept]) for k in members[0]} if s.ema > 0 else folds
+        n = datas[0][0].shape[0]
+        xtr, ytr = torch.cat([d[0] for d in datas]), torch.cat([d[1] for d in datas])     # member-major rows
+        offsets = torch.arange(m, device=device).unsqueeze(1) * n
+        batch = min(s.batch_size, n)
+        with torch.random.fork_rng(devices=cuda_devices(device)):
+            torch.manual_seed(seeds[0] + 1)
+            opt = torch.optim.Adam([p for f in folds.values() for p in f.parameters()], lr=s.lr)
+            gens = [torch.Generator(device=device).manual_seed(seed) for seed in seeds]
+            best = [{k: Best() for k in members[0]} for _ in members]
+            curves = [{k: [] for k in members[0]} for _ in members]
+            for step in range(1, s.steps + 1):
+                idx = torch.stack([torch.randint(0, n, (batch,), generator=g, device=device) for g in gens])
+                rows = (idx + offsets).reshape(-1)
+                yb, xb = ytr[rows], xtr[rows]
+                total = sum(loss(k, f, xb, yb).reshape(m, batch).mean(1) for k, f in folds.items()).sum()
+                opt.zero_grad(set_to_none=True)
+                total.backward()
+                opt.step()
+                if s.ema > 0:
+                    _update_members_average(kept_folds, folds, kept, members, min(s.ema, (1 + step) / (10 + step)))
+                if step % s.eval_every == 0 or step == s.steps:
+                    _validate_members(kept, loss, datas, best, curves, step)
+        return [{k: replace(b, curve=tuple(curves[i][k])) for k, b in member.items()} for i, member in enumerate(best)]
+
+
+def _validate_members(kept: list[dict], loss, datas: list[tuple], best: list[dict], curves: list[dict],
+                      step: int) -> None:
+    """Each member's validation loss per network, on its own networks, added to its curve; a new best state
+    is kept (copied)."""
+    import torch
+
+    with torch.no_grad():
+        for i, (nets, data) in enumerate(zip(kept, datas)):
+            for key, model in nets.items():
+                v = float(loss(key, model, data[2], data[3]).mean())
+                curves[i][key].append((step, v))
+                if math.isfinite(v) and v < best[i][key].loss:
+                    state = {k: t.detach().clone() for k, t in model.state_dict().items()}
+                    best[i][key] = Best(v, state, step)
+
+
+def _update_members_average(kept_folds: dict, folds: dict, kept: list, members: list, decay: float) -> None:
+    """The moving average of the weights (``ema``) for stacked members: the stacked weights at once, each
+    member's buffers on its own (a stacked network reads the first member's)."""
+    import torch
+
+    with torch.no_grad():
+        for key, fold in folds.items():
+            for avg, p in zip(kept_folds[key].parameters(), fold.parameters()):
+                avg.mul_(decay).add_(p, alpha=1 - decay)
+        for kept_nets, nets in zip(kept, members):
+            for key, model in nets.items():
+                for avg, b in zip(kept_nets[key].buffers(), model.buffers()):
+                    if avg.is_floating_point():
+                        avg.mul_(decay).add_(b, alpha=1 - decay)
+                    else:
+                        avg.copy_(b)

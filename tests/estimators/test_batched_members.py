@@ -1,0 +1,280 @@
+"""Batched members (mibench/estimators/trained_members.py, members.py): the seeds of a cell trained as one
+stacked network give the estimates of separate runs.
+
+* estimators without random draws in their losses (doe-flow, ba, gm-flow, club, l1out, flo): each
+  member's value is its separate run's to float32 rounding (the stacked matrix products may round
+  differently in the last bit, a difference that grows over the steps: at most 7e-8 nats after these 30
+  steps, 2e-5 after 50 steps of the default doe-flow at n = 5,000; ``TOL_DETERMINISTIC``);
+* minde-c and fmmi-c draw diffusion times / noise and flow-matching partners inside their losses, from
+  one generator for all members, so a member draws other numbers than its separate run.  The tolerance
+  comes from the spread of the separate runs over seeds, measured in the test on the same data (sd):
+  each member within ``SPREAD_FACTOR`` sd of its separate run, the members' mean within
+  ``SPREAD_FACTOR`` / sqrt(seeds) sd of the separate runs' mean.  A member and its separate run share
+  data, split, initialisation and minibatches, so they differ by less than two independent seeds do
+  (sd sqrt(2) at most): 4.5 sd is over 3 of those; measured: at most 1.1 sd (minde-c), 0.8 (fmmi-c);
+* one member is exactly the unbatched path; a member whose validation loss stops improving keeps its
+  best state while the others train on; a member's bad data is its own error; and the sample protocol
+  records a batched cell's rows as it records separate runs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from mibench.errors import MibenchError
+from mibench.estimators import ESTIMATORS
+from mibench.estimators.generative.family import BarberAgakovFlow, ZukoFlowSettings
+from mibench.estimators.members import Unstackable, member_randperm, member_roll, stack_members
+from mibench.estimators.trained import HeldOutEstimator, TrainedSettings
+
+#: float32 rounding of the stacked products, grown over 30 steps (nats; module docstring)
+TOL_DETERMINISTIC = 1e-5
+#: random-draw estimators: tolerance in standard deviations of the separate runs over seeds (module docstring)
+SPREAD_FACTOR = 4.5
+SMALL = {"steps": 30, "eval_every": 10, "batch_size": 64, "device": "cpu"}
+#: enough steps for minde-c and fmmi-c to read most of the 0.45 nats (30 steps read ~0)
+RANDOM_DRAWS = {"steps": 200, "eval_every": 25}
+NETS = {"doe-flow": {"hidden": 16, "context": 8, "layers": 2}, "ba": {"hidden": 16, "layers": 2},
+        "gm-flow": {"hidden": 16, "layers": 2}, "club": {"hidden": 16},
+        "l1out": {"hidden": 16, "layers": 2, "block": 32},
+        "flo": {"hidden": 16, "negatives": 4, "test_negatives": 8}, "minde-c": {"hidden": 32, "readout_times": 8},
+        "fmmi-c": {"hidden": 32, "readout_passes": 2}}
+
+
+def _data(seeds, n=400, rho=0.6, dim=2):
+    out = []
+    for seed in seeds:
+        rng = np.random.default_rng(100 + seed)
+        x = rng.standard_normal((n, dim))
+        out.append((x, rho * x + np.sqrt(1 - rho ** 2) * rng.standard_normal((n, dim))))
+    return out
+
+
+def _estimator(name):
+    return ESTIMATORS.get(name).obj().with_settings(**SMALL, **NETS[name])
+
+
+@pytest.mark.parametrize("name", ["doe-flow", "ba", "gm-flow", "club", "l1out", "flo"])
+def test_stacked_members_are_their_separate_runs(name):
+    est = _estimator(name)
+    seeds = [0, 1, 2]
+    data = _data(seeds)
+    members = est.estimate_members(data, seeds, stacked=True)
+    assert all(m.batched and m.error is None for m in members)
+    for (x, y), seed, member in zip(data, seeds, members):
+        value = est.estimate(x, y, seed=seed)
+        assert abs(member.value - value) < TOL_DETERMINISTIC, (name, seed, member.value, value)
+        assert member.last["n_test"] == est.last["n_test"] and member.last["n_train"] == est.last["n_train"]
+        assert {k: v for k, v in member.last.items() if k.startswith("best_step")} == \
+            {k: v for k, v in est.last.items() if k.startswith("best_step")}
+        assert set(member.last) == set(est.last)
+        assert member.status == str(getattr(est, "status", "") or "")    # its own status, where the estimator sets one
+        assert member.seconds > 0
+
+
+@pytest.mark.parametrize("name", ["minde-c", "fmmi-c"])
+def test_random_draw_members_have_the_spread_of_separate_runs(name):
+    est = _estimator(name).with_settings(**RANDOM_DRAWS)
+    seeds = [0, 1, 2, 3]
+    data = _data(seeds)
+    separate = np.array([est.estimate(x, y, seed=s) for (x, y), s in zip(data, seeds)])
+    members = est.estimate_members(data, seeds, stacked=True)
+    assert all(m.batched and m.error is None for m in members)
+    batched = np.array([m.value for m in members])
+    tol = SPREAD_FACTOR * separate.std(ddof=1)
+    assert np.abs(batched - separate).max() < tol, (batched, separate)
+    assert abs(batched.mean() - separate.mean()) < tol / np.sqrt(len(seeds))
+    assert not np.array_equal(batched, separate)      # the draws do differ: this is not the deterministic case
+
+
+def test_one_member_is_exactly_the_unbatched_path():
+    est = _estimator("minde-c")
+    (x, y), = _data([5])
+    member, = est.estimate_members([(x, y)], [5], stacked=True)
+    assert not member.batched
+    assert member.value == est.estimate(x, y, seed=5)
+    assert member.last == est.last
+    assert est.estimate_many([(x, y)], [5]) == [est.estimate(x, y, seed=5)]
+
+
+def test_where_batching_is_the_default():
+    ba = _estimator("ba")
+    assert ba.batches_members() and ba.stacks_members()              # flows: faster stacked on a CPU too
+    assert not _estimator("minde-c").batches_members()               # no faster on a CPU: one at a time
+    assert _estimator("minde-c").stacks_members()
+    assert not ESTIMATORS.get("mienf").obj().stacks_members()         # its own prepare(): one at a time
+    assert not ESTIMATORS.get("hybrid-resampled").obj().stacks_members()   # a composition: one at a time
+    data = _data([0, 1])
+    assert not any(m.batched for m in _estimator("minde-c").estimate_members(data, [0, 1]))
+    assert all(m.batched for m in ba.estimate_members(data, [0, 1]))
+
+
+class _Line(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(1, 1)
+
+    def log_prob(self, y, x):
+        return -((y - self.lin(x)) ** 2).sum(1)
+
+
+@dataclass(frozen=True)
+class _LineSettings(TrainedSettings):
+    steps: int = 60
+    eval_every: int = 5
+    batch_size: int = 32
+    lr: float = 0.05
+    device: str = "cpu"
+
+
+class _LineFit(HeldOutEstimator):
+    """y ~ a x + b by least squares: no random draws, one tiny network."""
+
+    name = "line-test"
+    Settings = _LineSettings
+    batch_members_on = ("cpu",)
+
+    def models(self, dx, dy):
+        return {"line": _Line()}
+
+    def loss(self, key, model, x, y):
+        return -model.log_prob(y, x)
+
+    def readout(self, models, x, y):
+        return float(self.loss("line", models["line"], x, y).double().mean()), {}
+
+
+def test_a_member_whose_validation_worsens_keeps_its_best_state_while_the_others_train_on():
+    est = _LineFit()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((32, 1)).astype(np.float32)
+    good = (torch.as_tensor(x), torch.as_tensor(2 * x), torch.as_tensor(x[:8]), torch.as_tensor(2 * x[:8]))
+    # validation pairs whose relation is the opposite of the training pairs': validation worsens as it fits
+    bad = (torch.as_tensor(x), torch.as_tensor(2 * x), torch.as_tensor(x[:8]), torch.as_tensor(-2 * x[:8]))
+    device = torch.device("cpu")
+    fitted = est.fit_members([good, bad], device, [0, 1])
+    (models_good, best_good), (models_bad, best_bad) = fitted
+    assert best_good["line"].step == est.settings.steps             # went on to the end
+    assert 0 < best_bad["line"].step < 20                           # stopped improving early
+    for data, seed, models, best in ((good, 0, models_good, best_good), (bad, 1, models_bad, best_bad)):
+        alone, alone_best = est.fit(data, device, seed)
+        assert alone_best["line"].step == best["line"].step
+        for k, v in alone["line"].state_dict().items():           # the kept state is the separate run's best
+            torch.testing.assert_close(models["line"].state_dict()[k], v, rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(best["line"].state[k], v, rtol=1e-5, atol=1e-6)
+
+
+class _ReadsItsWeight(_Line):
+    def log_prob(self, y, x):          # reads the layer's weight instead of calling it: cannot be stacked
+        return -((y - nn.functional.linear(x, self.lin.weight, self.lin.bias)) ** 2).sum(1)
+
+
+class _ReadsItsWeightFit(_LineFit):
+    name = "reads-weight-test"
+
+    def models(self, dx, dy):
+        return {"line": _ReadsItsWeight()}
+
+
+def test_a_network_that_does_not_stack_trains_its_members_one_at_a_time():
+    est = _ReadsItsWeightFit()
+    data = _data([0, 1], n=200, dim=1)
+    members = est.estimate_members(data, [0, 1])
+    assert not any(m.batched for m in members) and all(m.error is None for m in members)
+    assert [m.value for m in members] == [est.estimate(x, y, seed=s) for (x, y), s in zip(data, [0, 1])]
+
+
+def test_a_members_bad_data_is_its_own_error():
+    est = _estimator("ba")
+    data = _data([0, 1, 2])
+    x_bad = data[1][0].copy()
+    x_bad[3, 0] = np.nan
+    data[1] = (x_bad, data[1][1])
+    members = est.estimate_members(data, [0, 1, 2])
+    assert isinstance(members[1].error, MibenchError) and np.isnan(members[1].value)
+    assert all(members[i].batched and members[i].error is None for i in (0, 2))
+    assert abs(members[2].value - est.estimate(*data[2], seed=2)) < TOL_DETERMINISTIC
+    with pytest.raises(MibenchError, match="NaN"):
+        est.estimate_many(data, [0, 1, 2])
+
+
+def test_stacking_refuses_what_it_cannot_stack():
+    class Free(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(2))
+
+    with pytest.raises(Unstackable, match="outside linear layers"):
+        stack_members([Free(), Free()])
+    seq = [nn.Sequential(nn.Linear(2, 2)), nn.Sequential(nn.Linear(2, 2))]
+    seq[1].register_buffer("flag", torch.ones(1))
+    seq[0].register_buffer("flag", torch.zeros(1))
+    with pytest.raises(Unstackable, match="differs"):
+        stack_members(seq)
+
+
+def test_row_mixing_stays_within_each_member():
+    t = torch.arange(12.0).reshape(6, 2)
+    assert torch.equal(member_roll(t, -1, 1), torch.roll(t, -1, 0))
+    rolled = member_roll(t, -1, 2)
+    assert torch.equal(rolled[:3], torch.roll(t[:3], -1, 0)) and torch.equal(rolled[3:], torch.roll(t[3:], -1, 0))
+    g = torch.Generator().manual_seed(0)
+    assert torch.equal(member_randperm(6, 1, torch.Generator().manual_seed(0)), torch.randperm(6, generator=g))
+    perm = member_randperm(9, 3, torch.Generator().manual_seed(1))
+    for m in range(3):
+        assert sorted(perm[3 * m:3 * m + 3].tolist()) == [3 * m, 3 * m + 1, 3 * m + 2]
+
+
+def test_a_stacked_linear_layer_computes_each_members_layer():
+    torch.manual_seed(0)
+    parts = [nn.Linear(3, 4) for _ in range(3)]
+    x = torch.randn(3 * 5, 3)
+    expected = torch.cat([p(x[5 * i:5 * i + 5]) for i, p in enumerate(parts)]).detach()
+    fold = stack_members(parts)
+    torch.testing.assert_close(fold(x), expected)
+    with torch.no_grad():           # the members' layers are views of the stacked weights
+        fold.weight[1].zero_()
+    assert torch.count_nonzero(parts[1].weight) == 0 and torch.count_nonzero(parts[0].weight) > 0
+
+
+@dataclass(frozen=True)
+class _TinySettings(ZukoFlowSettings):
+    steps: int = 30
+    eval_every: int = 10
+    batch_size: int = 64
+    hidden: int = 16
+    layers: int = 2
+
+
+class _TinyBA(BarberAgakovFlow):
+    name = "tiny-ba-test"
+    Settings = _TinySettings
+
+
+def test_the_sample_protocol_records_a_batched_cell_as_separate_runs(monkeypatch):
+    import mibench
+    from mibench.protocols.sample.job import CellJob, run_job
+    from mibench.protocols.sample.run import SampleConfig, prepare, run_sample
+
+    mibench.register_estimator("tiny-ba-test", _TinyBA, replace=True)
+    cfg = SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=["gaussian", "tiny-ba-test"], mi=1,
+                       n=400, seeds=[0, 1, 2], timeout=None, device="cpu")
+    prepared = prepare(cfg)
+    assert prepared.batched == {"tiny-ba-test"}
+    batched = run_sample(prepared, plot=False)
+    monkeypatch.setattr(_TinyBA, "batch_members_on", ())
+    assert not prepare(cfg).batched
+    separate = run_sample(prepare(cfg), plot=False)
+    key = lambda r: (r["estimator"], r["seed"])     # noqa: E731
+    assert [key(r) for r in batched.rows] == [key(r) for r in separate.rows]      # the same order too
+    for a, b in zip(batched.rows, separate.rows):
+        assert abs(a["estimate"] - b["estimate"]) < TOL_DETERMINISTIC
+        for col in ("status", "mi_status", "n_parameters", "kind", "error", "n", "true_mi"):
+            assert a[col] == b[col], col
+    assert batched.config["estimator_settings"] == separate.config["estimator_settings"]
+    one = run_job(CellJob("tiny-ba-test", [(np.zeros((50, 1)), np.zeros((50, 1)))] * 2, [0, 1], "cpu"))
+    assert [r["status"] for r in one] == ["ok", "ok"] and [r["value_nats"] for r in one] == [0.0, 0.0]
