@@ -26,6 +26,21 @@ def interleaved(cases: dict, rounds: int = 3, reps: int = 10, warmup: int = 2) -
     return {k: sorted(v)[len(v) // 2] for k, v in times.items()}
 
 
+def wait_for_quiet(limit: float = 0.3, timeout: float = 0.0, window: float = 1.0) -> float | None:
+    """On a shared machine: wait (at most ``timeout`` seconds) until other processes keep less than
+    ``limit`` cores busy over ``window`` seconds (``mibench.utils.threads.LoadProbe``); returns the
+    last load seen (None with ``timeout=0``: no waiting)."""
+    if timeout <= 0:
+        return None
+    from mibench.utils.threads import LoadProbe
+
+    t0 = time.monotonic()
+    while True:
+        busy = LoadProbe().busy_cores(window)
+        if busy < limit or time.monotonic() - t0 > timeout:
+            return busy
+
+
 def joint_train_flops(k: int, dx: int, dy: int, hidden: int = 256, layers: int = 2) -> float:
     """FLOPs of one joint-critic training step (forward + backward) with the first layer split:
     per-sample first layer 2K(dx+dy)h, hidden layers 2K^2 h^2 each, output 2K^2 h; backward = 2x

@@ -438,7 +438,7 @@ def test_sweep_lock_live_and_stale(tmp_path):
     SIGKILLed (no cleanup) the OS lock is free and the next driver takes it, whatever files the
     dead one left behind."""
     from mibench.sweep import sweep_lock as _sweep_lock
-    from mibench.sweep.execute import lock_path
+    from mibench.sweep.lock import lock_path
 
     out = tmp_path / "sw"
     holder = lock_path(out).with_suffix(".holder")

@@ -47,6 +47,8 @@ def register_cli(sub) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace the run in --out and start again")
     p.add_argument("--no-plot", action="store_true", help="skip staircase.png")
     p.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the cores free to this "
+                   "run at its start: affinity, cgroup quota and other processes' load; docs/install.md#threads)")
     p.add_argument("--config", default=None, metavar="CONFIG_JSON",
                    help="re-run a recorded run exactly: its config.json (or run directory); flags given alongside "
                         "override it and are recorded in the new config.json under rerun_of")
@@ -76,7 +78,7 @@ def task_params_from_args(args) -> dict:
 
 
 #: ``run`` flags that do not change the numbers (allowed next to --config, not recorded as overrides)
-OUTPUT_FLAGS = {"out", "no_plot", "quiet", "config", "resume", "overwrite"}
+OUTPUT_FLAGS = {"out", "no_plot", "quiet", "config", "resume", "overwrite", "threads"}
 
 
 class _GivenMixin:
@@ -174,11 +176,14 @@ def cmd_run(args) -> int:
     from mibench.errors import EXIT_FAILED_ESTIMATES, EXIT_OK
     from mibench.protocols import choose_protocol
     from mibench.records import claim, unique_dir
+    from mibench.utils.threads import LoadProbe, choose_threads, requested_threads, using_threads
 
     if args.resume and args.overwrite:
         from mibench.errors import MibenchError
 
         raise MibenchError("--resume and --overwrite exclude each other")
+    requested_threads(args.threads)           # a bad --threads is one line before anything is built
+    probe = LoadProbe()                       # other processes' load, measured while the run is prepared
     extra = None
     if getattr(args, "config", None):
         protocol, cfg, extra = rerun_config(args)
@@ -204,14 +209,16 @@ def cmd_run(args) -> int:
         out = unique_dir(Path("results") / "runs", protocol.default_run_name(cfg))
         c = None
     resume = c is not None and c.mode == "resume"
-    if not args.quiet:
-        print(f"mibench: {'resuming ' if resume else ''}{cfg.task} · {protocol.name} protocol · "
-              f"{', '.join(cfg.estimators)} -> {out}", file=sys.stderr)
-        data = data_line(prepared.task.info(), (cfg.task_params or {}).get("data_dir"))
-        if data:
-            print(data, file=sys.stderr)
-    result = protocol.run(prepared, c or out, progress=not args.quiet, plot=not args.no_plot, extra=extra,
-                          resume=resume)
+    threads = choose_threads(args.threads, busy=None if args.threads is not None else probe.busy_cores())
+    with using_threads(threads.threads, threads.describe()):     # for the run only (main may run in-process)
+        if not args.quiet:
+            print(f"mibench: {'resuming ' if resume else ''}{cfg.task} · {protocol.name} protocol · "
+                  f"{', '.join(cfg.estimators)} -> {out} · torch threads {threads.describe()}", file=sys.stderr)
+            data = data_line(prepared.task.info(), (cfg.task_params or {}).get("data_dir"))
+            if data:
+                print(data, file=sys.stderr)
+        result = protocol.run(prepared, c or out, progress=not args.quiet, plot=not args.no_plot, extra=extra,
+                              resume=resume)
     if not args.quiet:
         print(protocol.format_result(result))
     files = ", ".join(["config.json", protocol.estimates_file, "summary.csv"])

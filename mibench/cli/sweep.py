@@ -72,9 +72,11 @@ def _sweep_parser(sub) -> None:
     e.add_argument("--backend", choices=["local", "dask"], help="local processes (default) or dask.distributed")
     e.add_argument("--address", help="dask scheduler address, e.g. tcp://10.0.0.5:8786 (default: start a "
                                      "LocalCluster with --workers processes)")
-    e.add_argument("--workers", type=int, help="parallel cells (local: processes; default min(cells, cores), "
-                                               "1 on a GPU; 1 = in this process)")
-    e.add_argument("--threads", type=int, help="torch threads per cell (default cores // workers)")
+    e.add_argument("--workers", type=int, help="parallel cells (local: processes; default min(cells, free cores), "
+                                               "1 on a GPU; 1 = in this process; on CPU never more than the free "
+                                               "cores hold at --threads each)")
+    e.add_argument("--threads", type=int, help="torch threads per cell (default free cores // workers; "
+                                               "docs/install.md#threads)")
     e.add_argument("--shared-fs", action="store_true", default=None,
                    help="dask with --address: workers write run directories directly (shared filesystem) "
                         "instead of shipping the files back")

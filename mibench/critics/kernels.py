@@ -115,15 +115,86 @@ def _plain(t: torch.Tensor) -> bool:
     return t.is_contiguous() or t.t().is_contiguous()
 
 
+def _onednn_fp32(t: torch.Tensor) -> bool:
+    return ONEDNN and t.device.type == "cpu" and t.dtype == torch.float32 and not torch.is_autocast_enabled("cpu")
+
+
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, relu: bool = False) -> torch.Tensor:
     """``relu?(x @ weight.T + bias)`` for 2-D ``x``, through oneDNN on CPU fp32 when available.  Under
     ``torch.autocast`` (``--precision bf16``) it is ``F.linear``, which autocast runs in bf16 (also
     through oneDNN on CPU)."""
-    if (ONEDNN and x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == torch.float32
-            and x.dim() == 2 and _plain(x) and _plain(weight) and not torch.is_autocast_enabled("cpu")):
+    if (_onednn_fp32(x) and weight.dtype == torch.float32 and x.dim() == 2 and _plain(x) and _plain(weight)):
         return _OneDNNLinear.apply(x, weight, bias, relu)
     out = F.linear(x, weight, bias)
     return torch.relu(out) if relu else out
+
+
+class _PairMLP(torch.autograd.Function):
+    """:func:`pair_mlp` on the oneDNN path, with its backward written out: the same operations in the
+    same order as autograd runs them through :class:`_OneDNNLinear` (so the same numbers, bit for
+    bit), without autograd's per-operation bookkeeping, with each ReLU's backward written into the
+    incoming gradient's buffer instead of a fresh one, and the output layer's input gradient for a
+    single output as a broadcast product instead of a GEMM with an inner dimension of one."""
+
+    @staticmethod
+    def forward(ctx, hx, hy, *params):
+        n = len(params) // 2
+        h = torch.add(hx, hy).relu_()
+        shape = h.shape
+        h = h.view(-1, shape[-1])
+        acts = [h]
+        for i in range(n):
+            h = _dnn(h, params[2 * i], params[2 * i + 1], "none")
+            if i < n - 1:
+                h = h.relu_()
+                acts.append(h)
+        ctx.save_for_backward(*acts, *params)
+        ctx.shapes = hx.shape, hy.shape, shape
+        return h.view(*shape[:-1], h.shape[-1])
+
+    @staticmethod
+    def backward(ctx, grad):
+        saved = ctx.saved_tensors
+        n = len(saved) // 3
+        acts, params = saved[:n], saved[n:]
+        hx_shape, hy_shape, shape = ctx.shapes
+        g = grad.reshape(-1, grad.shape[-1])
+        grads = [None] * (2 * n)
+        for i in range(n - 1, -1, -1):
+            weight, h = params[2 * i], acts[i]
+            if ctx.needs_input_grad[2 + 2 * i]:
+                grads[2 * i] = _grad_weight(g, h)
+            if params[2 * i + 1] is not None and ctx.needs_input_grad[3 + 2 * i]:
+                grads[2 * i + 1] = g.sum(0)
+            # the input gradient g @ W: for one output an outer product (what the GEMM computes,
+            # each element one rounded product, read off a broadcast multiply)
+            g = g * weight if weight.shape[0] == 1 else _dnn(g, weight.t(), None, "none")
+            g = torch.ops.aten.threshold_backward.grad_input(g, h, 0.0, grad_input=g)
+        g = g.view(shape)
+        grad_hx = g.sum_to_size(hx_shape) if ctx.needs_input_grad[0] else None
+        grad_hy = g.sum_to_size(hy_shape) if ctx.needs_input_grad[1] else None
+        return grad_hx, grad_hy, *grads
+
+
+def pair_mlp(hx: torch.Tensor, hy: torch.Tensor, layers) -> torch.Tensor:
+    """The joint critic past its split first layer: ``relu(hx + hy)`` (``hx`` and ``hy`` broadcast to
+    every pair, e.g. (K, 1, h) and (1, K, h)), then ``layers`` -- (weight, bias) pairs, each followed
+    by a ReLU except the last -- on every pair.  Returns (..., out) over the broadcast shape.
+
+    On CPU fp32 with oneDNN this is one autograd node with a hand-written backward
+    (:class:`_PairMLP`, same numbers as the layer-by-layer graph); elsewhere (CUDA, autocast, other
+    dtypes, ``MIBENCH_KERNELS=aten``) plain torch operations."""
+    params = [t for layer in layers for t in layer]
+    if (_onednn_fp32(hx) and _onednn_fp32(hy) and max(hx.dim(), hy.dim()) >= 2
+            and all(w.dtype == torch.float32 and w.dim() == 2 and _plain(w) for w, _ in layers)
+            and all(b is None or (b.dtype == torch.float32 and b.is_contiguous()) for _, b in layers)):
+        return _PairMLP.apply(hx, hy, *params)
+    h = (hx + hy).relu_()
+    shape = h.shape
+    h = h.reshape(-1, shape[-1])
+    for i, (weight, bias) in enumerate(layers):
+        h = linear(h, weight, bias, relu=i < len(layers) - 1)
+    return h.reshape(*shape[:-1], h.shape[-1])
 
 
 # The allocator setting lives in mibench.utils.allocator (no torch import: the CLI applies it before any

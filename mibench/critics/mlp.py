@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from mibench.critics.kernels import linear as _linear
+from mibench.critics.kernels import pair_mlp
 from mibench.errors import MibenchError
 
 
@@ -191,10 +192,13 @@ class JointCritic(Critic):
         hx = _linear(x, first.weight_x, first.bias)   # (K, h)
         hy = _linear(y, first.weight_y, None)         # (K, h)
         k = x.shape[0]
-        # (K, K, h): pair (i, j) = x_i with y_j; ReLU in place on the fresh sum (one K^2 x h buffer
-        # and pass fewer, ~3% of a step)
-        h = (hx[:, None, :] + hy[None, :, :]).relu_()
-        return run_mlp(self.net, h.reshape(k * k, -1), start=2).reshape(k, k)
+        # pair (i, j) = x_i with y_j: relu(hx_i + hy_j) through the layers after the first, as one
+        # fused node on CPU (kernels.pair_mlp)
+        return pair_mlp(hx[:, None, :], hy[None, :, :], self._pair_layers()).reshape(k, k)
+
+    def _pair_layers(self) -> list:
+        """(weight, bias) of the layers after the split first layer, in order (ReLU after all but the last)."""
+        return [(m.weight, m.bias) for m in list(self.net)[2:] if isinstance(m, nn.Linear)]
 
     def block_scores(self, xb, yb):
         """All G blocks in one batched pass (the split first layer per sample, then the K^2 pairs)."""
@@ -202,8 +206,7 @@ class JointCritic(Critic):
         first = self.net[0]
         hx = _linear(xb.reshape(g * b, -1), first.weight_x, first.bias).view(g, b, 1, -1)
         hy = _linear(yb.reshape(g * b, -1), first.weight_y, None).view(g, 1, b, -1)
-        h = (hx + hy).relu_()
-        return run_mlp(self.net, h.reshape(g * b * b, -1), start=2).view(g, b, b)
+        return pair_mlp(hx, hy, self._pair_layers()).view(g, b, b)
 
     def forward_naive(self, x, y):
         """Reference: materialise all K^2 concatenations (used by tests and benchmarks)."""

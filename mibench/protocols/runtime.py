@@ -27,6 +27,10 @@ def environment(device) -> dict:
            "torch_threads": torch.get_num_threads(), "kernels": kernel_name(device)}
     if device.type == "cpu":
         env["allocator"] = allocator_setting()
+        from mibench.utils.threads import thread_setting
+
+        if thread_setting() is not None:
+            env["threads_rule"] = thread_setting()
         if env["kernels"] == "onednn":
             env["grad_weight_matmul"] = ("oneDNN matmul, transposed operands in place (probed fp32)"
                                          if strided_mm_is_fp32() else "oneDNN linear, transposed copy")

@@ -1,7 +1,7 @@
 """Running a sweep's cells: in this process, on local worker processes, or on a Dask cluster.
 
 ``local`` (default): a :class:`concurrent.futures.ProcessPoolExecutor` (spawned processes), each
-worker limited to ``threads`` torch threads so that workers x threads <= cores; ``workers=1`` runs
+worker limited to ``threads`` torch threads so that workers x threads <= free cores; ``workers=1`` runs
 the cells in this process.  ``dask``: :mod:`dask.distributed` -- ``address=tcp://host:8786``
 connects to an existing cluster (workers run each cell in a temporary directory and ship the files
 back, so no shared filesystem is needed; ``shared_fs=True`` writes directly instead); without an
@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from mibench.errors import MibenchError, one_line
+from mibench.sweep.lock import sweep_lock
 from mibench.sweep.plan import cell_status, clear_cell, plan
 from mibench.sweep.spec import SweepSpec
 
@@ -66,10 +67,11 @@ class SweepReport:
 
 
 def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover (macOS / Windows)
-        return os.cpu_count() or 1
+    """Cores this process may use at all: its CPU affinity capped by its cgroup quota
+    (:func:`mibench.utils.threads.usable_cores`)."""
+    from mibench.utils.threads import usable_cores
+
+    return usable_cores()
 
 
 def default_workers(n_cells: int, device: str = "auto") -> int:
@@ -93,24 +95,42 @@ def uses_gpu(device) -> bool:
 
 
 def execute_cell(config: dict, out_dir: str, threads: int | None = None, plot: bool = True,
-                 ship: bool = False, plugins: bytes | None = None, resume: bool = False) -> dict:
+                 ship: bool = False, plugins: bytes | None = None, resume: bool = False,
+                 threads_rule: str | None = None) -> dict:
     """Run (or resume) one cell in whatever process or cluster worker calls this and return a
     JSON-ready result.  Never raises for a failing run: the error and traceback are returned and
     written to ``failed.json``.  With ``ship=True`` the run directory is built in a temporary
-    directory and its files come back in ``result["files"]`` (clusters without a shared filesystem)."""
-    import torch
+    directory and its files come back in ``result["files"]`` (clusters without a shared filesystem).
+    ``threads``: torch threads for the cell (default: the usable cores over this worker's task
+    slots); ``threads_rule``: how the driver chose them, for the cell's config.json."""
+    from mibench.utils.threads import using_threads
 
-    from mibench.protocols import protocol_of
+    install_payload_and_allocator(plugins)
+    if threads is None:
+        threads, threads_rule = _threads_for_this_worker(), "usable cores / this worker's task slots"
+    with using_threads(int(threads), threads_rule):
+        return _execute_cell(config, out_dir, ship, plot, resume)
+
+
+def install_payload_and_allocator(plugins: bytes | None) -> None:
+    """A cell's process: the driver's register_estimator objects re-played here, and the CPU allocator
+    setting where the process is mibench's own (a pool or Dask worker), not the caller's."""
     from mibench.protocols.workers import IN_WORKER, install_payload
-    from mibench.records import read_config, write_json
 
-    install_payload(plugins)        # register_estimator objects of the driver process, re-played here
-    if IN_WORKER["value"] or _in_dask_worker():      # a process of mibench's own, not the caller's
+    install_payload(plugins)
+    if IN_WORKER["value"] or _in_dask_worker():
         from mibench.utils.allocator import tune_cpu_allocator
 
         tune_cpu_allocator()
-    old_threads = torch.get_num_threads()
-    torch.set_num_threads(int(threads or _threads_for_this_worker()))
+
+
+def _execute_cell(config: dict, out_dir: str, ship: bool, plot: bool, resume: bool) -> dict:
+    import torch
+
+    from mibench.protocols import protocol_of
+    from mibench.protocols.workers import IN_WORKER
+    from mibench.records import read_config, write_json
+
     target = Path(tempfile.mkdtemp(prefix="mibench-cell-")) if ship else Path(out_dir)
     t0 = time.perf_counter()
     result = {"status": "failed", "error": None, "diverged": {}, "host": socket.gethostname(), "pid": os.getpid(),
@@ -141,8 +161,6 @@ def execute_cell(config: dict, out_dir: str, threads: int | None = None, plot: b
         write_json(target / FAILED, {"error": result["error"], "traceback": result["traceback"],
                                      "host": result["host"], "config": config,
                                      "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-    finally:
-        torch.set_num_threads(old_threads)
     result["wall_seconds"] = round(time.perf_counter() - t0, 3)
     if ship:
         import shutil
@@ -185,50 +203,6 @@ def _receive_files(cell_dir: Path, files: dict) -> None:
         write_bytes(cell_dir / name, files[name])
 
 
-def lock_path(out_dir: Path) -> Path:
-    """The sweep's lock file: beside the sweep directory (so --overwrite can remove the directory)."""
-    return out_dir.parent / f".{out_dir.name}.sweep-lock"
-
-
-@contextlib.contextmanager
-def sweep_lock(out_dir: Path):
-    """One driver per sweep directory (a second one would redo the first one's running cells).
-
-    An OS file lock (``filelock``: ``flock`` on POSIX, ``LockFileEx`` on Windows) on a file beside
-    the directory: the OS drops it when its holder dies, however it dies, so a killed driver's lock
-    is never stale.  The lock file records its holder (``host:pid``) for the error message."""
-    from filelock import FileLock, Timeout
-
-    path = lock_path(out_dir)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise MibenchError(f"cannot create {path.parent}: {exc.strerror or exc}") from None
-    holder_path = path.with_suffix(".holder")
-    lock = FileLock(str(path), timeout=0)
-    try:
-        lock.acquire()
-    except Timeout:
-        try:
-            holder = holder_path.read_text().strip()
-        except OSError:
-            holder = ""
-        raise MibenchError(f"{out_dir} is being swept by {holder or 'another process'} "
-                           "(one driver per sweep directory; wait for it or stop it)") from None
-    except OSError as exc:
-        raise MibenchError(f"cannot lock {out_dir}: {exc.strerror or exc}") from None
-    try:
-        with contextlib.suppress(OSError):
-            tmp = holder_path.with_name(f"{holder_path.name}.{os.getpid()}.tmp")
-            tmp.write_text(f"{socket.gethostname()}:{os.getpid()}")
-            os.replace(tmp, holder_path)
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            holder_path.unlink()
-        lock.release()
-
-
 @dataclass
 class Execution:
     """Where and how a sweep's cells run (module docstring).  A field set to ``None`` is taken from
@@ -238,8 +212,8 @@ class Execution:
     ----------
     backend : ``"local"`` (default) or ``"dask"``; ``None``: the spec's, else local.
     workers : local worker processes, or the processes of a Dask ``LocalCluster`` started without an
-        address; default one per core, at most one per cell (one when the cells use a GPU).
-    threads : torch threads per worker; default cores // workers on CPU.
+        address; default one per free core, at most one per cell (one when the cells use a GPU).
+    threads : torch threads per worker; default free cores // workers on CPU (:meth:`sized`).
     address : the Dask scheduler to connect to (``tcp://host:8786``).
     shared_fs : Dask workers write the cell directories directly instead of shipping the files back
         (default: ship when an address is given).
@@ -254,6 +228,8 @@ class Execution:
     shared_fs: bool | None = None
     plot: bool = True
     client: object = None
+    #: how :meth:`sized` chose workers and threads (the log line, the manifest, each cell's config.json)
+    threads_rule: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def resolve(self, spec_execution: dict) -> "Execution":
         """Unset fields filled from the spec's ``execution`` table, and checked (one-line errors)."""
@@ -270,16 +246,38 @@ class Execution:
         return replace(self, backend=backend, workers=workers, threads=threads,
                        address=self.address or spec_execution.get("address"), shared_fs=shared_fs)
 
-    def sized(self, n_cells: int, device) -> "Execution":
+    def sized(self, n_cells: int, device, *, usable: int | None = None, busy: float | None = None) -> "Execution":
         """Workers on this machine (local backend, or Dask without an address or client): the number
-        of workers for ``n_cells`` cells and the torch threads per worker, where not given."""
+        of workers for ``n_cells`` cells and the torch threads per worker, where not given.
+
+        On CPU the workers share the cores free when the sweep starts (:mod:`mibench.utils.threads`:
+        affinity, cgroup quota, other processes' load; ``usable`` and ``busy`` are measured where not
+        given): at most one worker per cell and ``workers x threads <= free cores`` -- a ``--workers``
+        above that runs fewer cells at a time -- and ``threads = free // workers`` unless requested
+        (``--threads``, else ``OMP_NUM_THREADS``).  On a GPU one worker unless asked."""
         if not (self.backend == "local" or (self.address is None and self.client is None)):
             return self
-        workers = int(self.workers or default_workers(n_cells, device))
-        threads = self.threads
-        if threads is None and not uses_gpu(device):
-            threads = max(1, available_cores() // workers)
-        return replace(self, workers=workers, threads=threads)
+        if uses_gpu(device):
+            return replace(self, workers=int(self.workers or default_workers(n_cells, device)))
+        from mibench.utils.threads import LoadProbe, free_cores, max_workers, requested_threads, usable_cores
+
+        usable = usable_cores() if usable is None else int(usable)
+        busy = LoadProbe().busy_cores() if busy is None else float(busy)
+        free = free_cores(usable, busy)
+        threads, source = requested_threads(self.threads)
+        wanted = int(self.workers or n_cells)
+        workers = max_workers(wanted, free, threads or 1)
+        rule = f"{free} of {usable} usable cores free (others busy {busy:.2f} cores)"
+        if threads is None:
+            threads = max(1, free // workers)
+            rule = f"{threads} = {rule} / {workers} workers"
+        else:
+            rule = f"{threads} from {source}; {rule}"
+        if self.workers and workers < wanted:
+            rule += f"; --workers {wanted} would oversubscribe them: {workers} at a time"
+        sized = replace(self, workers=workers, threads=threads)
+        sized.threads_rule = rule
+        return sized
 
 
 def run_sweep(spec: SweepSpec, out_dir, execution: Execution | None = None, *, resume: bool = False,
@@ -315,11 +313,13 @@ def run_sweep(spec: SweepSpec, out_dir, execution: Execution | None = None, *, r
         p = plan(spec, out_dir)
         ex = ex.sized(len(p.to_run), cells[0].config.get("device", "auto"))
         meta = {"command": command, "preset": preset, "backend": ex.backend, "address": ex.address,
-                "workers": ex.workers, "threads_per_worker": ex.threads, "mibench": _version()}
+                "workers": ex.workers, "threads_per_worker": ex.threads, "threads_rule": ex.threads_rule,
+                "mibench": _version()}
         progress = _start_manifest(spec, out_dir, cells, p, meta, log)
         log(f"sweep {spec.name}: {len(cells)} cells, {len(p.done)} already complete, {len(p.resume)} to resume, "
             f"{len(p.todo)} to run -> {out_dir} ({ex.backend}"
             + (f", {ex.workers} workers x {ex.threads} threads" if ex.workers else "")
+            + (f": {ex.threads_rule}" if ex.threads_rule else "")
             + (f", {ex.address}" if ex.address else "") + ")")
         _dispatch(p, out_dir, ex, progress)
         results = progress.results
@@ -334,7 +334,7 @@ def run_sweep(spec: SweepSpec, out_dir, execution: Execution | None = None, *, r
 
 def _with_options(execution: Execution | None, options: dict) -> Execution:
     """``execution`` (default: all unset) with the :class:`Execution` fields given as keywords."""
-    known = {f.name for f in fields(Execution)}
+    known = {f.name for f in fields(Execution) if f.init}
     for name in options:
         if name not in known:
             raise TypeError(f"run_sweep() got an unexpected keyword argument {name!r}")
@@ -470,7 +470,7 @@ def _run_local(todo, out_dir: Path, ex: Execution, progress: _Progress, resuming
             progress.started(c, "running")
             progress.manifest.write()
             progress.finished(c, execute_cell(c.config, str(out_dir / c.name), ex.threads, ex.plot,
-                                              resume=c.name in resuming))
+                                              resume=c.name in resuming, threads_rule=ex.threads_rule))
         return
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -483,7 +483,7 @@ def _run_local(todo, out_dir: Path, ex: Execution, progress: _Progress, resuming
         futures = {}
         for c in todo:
             futures[pool.submit(execute_cell, c.config, str(out_dir / c.name), ex.threads, ex.plot, False, payload,
-                                c.name in resuming)] = c
+                                c.name in resuming, ex.threads_rule)] = c
             progress.started(c)
         progress.manifest.write()
         pending = set(futures)
@@ -559,8 +559,8 @@ def _run_dask(todo, out_dir: Path, ex: Execution, progress: _Progress, resuming:
         futures = {}
         for c in todo:
             fut = client.submit(execute_cell, c.config, str((out_dir / c.name).resolve()), ex.threads, ex.plot, ship,
-                                payload, c.name in resuming, key=f"mibench-cell-{c.name}-{os.urandom(4).hex()}",
-                                pure=False)
+                                payload, c.name in resuming, ex.threads_rule,
+                                key=f"mibench-cell-{c.name}-{os.urandom(4).hex()}", pure=False)
             futures[fut] = c
             progress.started(c)
         progress.manifest.write()

@@ -231,15 +231,31 @@ class Renderer:
         for i in range(0, patches.shape[0], self.chunk):
             p = patches[i:i + self.chunk]
             x = p.reshape(p.shape[0], c, r, k, PATCH, PATCH).permute(0, 1, 2, 4, 3, 5)
-            out.append(self._resize(x.reshape(p.shape[0], c, r * PATCH, k * PATCH).float()).mul_(1.0 / 255.0))
+            out.append(self._resized(x.reshape(p.shape[0], c, r * PATCH, k * PATCH)))
         return out[0] if len(out) == 1 else torch.cat(out)
 
     def from_pool(self, pool, index: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """``self(pool.gather(index), generator)`` with the items gathered a chunk at a time: the
-        same canvases without holding every sample's full-size patches at once."""
-        x = torch.cat([self._canvases(pool.gather(index[i:i + self.chunk]))
-                       for i in range(0, index.shape[0], self.chunk)])
-        return self._finish(x, generator)
+        same canvases without holding every sample's full-size patches at once.  Each chunk's uint8
+        canvases come from one gather of pixel rows in canvas order: the same pixels without the
+        patch gather and its transposing copy (``benchmarks/bench_step_floor.py``)."""
+        parts = [self._resized(self._gather_canvases(pool, index[i:i + self.chunk]))
+                 for i in range(0, index.shape[0], self.chunk)]
+        return self._finish(parts[0] if len(parts) == 1 else torch.cat(parts), generator)
+
+    def _gather_canvases(self, pool, index: torch.Tensor) -> torch.Tensor:
+        """uint8 canvases (n, c, rows*28, cols*28) of the pool items ``index`` (n, ds), gathered as
+        rows of 28 pixels: canvas row y of patch-row r, column block k is row y % 28 of item
+        index[:, (c, r, k)]."""
+        c, r, k = self.channels, self.rows, self.cols
+        n = index.shape[0]
+        rows = index.view(n, c, r, 1, k) * PATCH + torch.arange(PATCH, device=index.device).view(1, 1, 1, PATCH, 1)
+        flat = torch.index_select(pool.items.reshape(-1, PATCH), 0, rows.reshape(-1))
+        return flat.view(n, c, r * PATCH, k * PATCH)
+
+    def _resized(self, canvases: torch.Tensor) -> torch.Tensor:
+        """uint8 canvases -> float canvases (n, c, side, side) in [0, 1]."""
+        return self._resize(canvases.float()).mul_(1.0 / 255.0)
 
     def __call__(self, patches: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         return self._finish(self._canvases(patches), generator)

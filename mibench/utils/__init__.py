@@ -5,5 +5,6 @@
 * :mod:`.units` -- nats and bits;
 * :mod:`.seeding` -- seeds derived from a run's seed;
 * :mod:`.device` -- the torch device (``--device``);
-* :mod:`.allocator` -- the CPU allocator setting of mibench's own processes.
+* :mod:`.allocator` -- the CPU allocator setting of mibench's own processes;
+* :mod:`.threads` -- how many torch threads a run takes (the cores free to it).
 """

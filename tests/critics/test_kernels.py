@@ -81,3 +81,63 @@ def test_strided_route_refused_when_it_is_not_fp32(monkeypatch):
     monkeypatch.setattr(kernels, "_STRIDED_MM", None)
     monkeypatch.setattr(kernels, "_mm_via_onednn", lambda a, b: a @ b)
     assert kernels.strided_mm_is_fp32() is True
+
+
+def _layer_by_layer(hx, hy, layers):
+    """The joint critic's pairs as the graph of one kernels.linear per layer (the reference numbers)."""
+    h = (hx + hy).relu_()
+    shape = h.shape
+    h = h.reshape(-1, shape[-1])
+    for i, (w, b) in enumerate(layers):
+        h = kernels.linear(h, w, b, relu=i < len(layers) - 1)
+    return h.reshape(*shape[:-1], h.shape[-1])
+
+
+def _pair_inputs(seed, shape_x, shape_y, widths):
+    gen = torch.Generator().manual_seed(seed)
+    hx = torch.randn(*shape_x, generator=gen, requires_grad=True)
+    hy = torch.randn(*shape_y, generator=gen, requires_grad=True)
+    layers = [(torch.randn(o, i, generator=gen).div_(i ** 0.5).requires_grad_(),
+               torch.randn(o, generator=gen).mul_(0.1).requires_grad_()) for i, o in zip(widths, widths[1:])]
+    return hx, hy, layers
+
+
+@pytest.mark.skipif(not kernels.ONEDNN, reason="oneDNN linear not available in this torch build")
+@pytest.mark.parametrize("shapes, widths", [
+    (((16, 1, 32), (1, 16, 32)), (32, 32, 32, 1)),          # a joint critic's forward, 2 hidden layers
+    (((3, 8, 1, 24), (3, 1, 8, 24)), (24, 24, 1)),          # block_scores: G blocks of B x B pairs
+    (((12, 1, 16), (1, 12, 16)), (16, 1)),                  # no hidden layer after the first
+    (((10, 1, 16), (1, 10, 16)), (16, 16, 3)),              # several outputs (the output GEMM's backward)
+])
+def test_pair_mlp_is_the_layer_by_layer_graph_bit_for_bit(shapes, widths):
+    """The fused node computes the same operations in the same order: scores and every gradient equal."""
+    fused_in, ref_in = _pair_inputs(0, *shapes, widths), _pair_inputs(0, *shapes, widths)
+    out = kernels.pair_mlp(fused_in[0], fused_in[1], fused_in[2])
+    ref = _layer_by_layer(ref_in[0], ref_in[1], ref_in[2])
+    assert out.shape == ref.shape and torch.equal(out, ref)
+    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
+    leaves = lambda t: [t[0], t[1], *[p for layer in t[2] for p in layer]]   # noqa: E731
+    got = torch.autograd.grad(out, leaves(fused_in), g)
+    want = torch.autograd.grad(ref, leaves(ref_in), g)
+    for a, e in zip(got, want):
+        assert torch.equal(a, e)
+
+
+def test_pair_mlp_off_onednn_is_plain_torch(monkeypatch):
+    """With MIBENCH_KERNELS=aten (or without oneDNN) the same function through F.linear."""
+    hx, hy, layers = _pair_inputs(2, (8, 1, 16), (1, 8, 16), (16, 16, 1))
+    fast = kernels.pair_mlp(hx, hy, layers)
+    monkeypatch.setattr(kernels, "ONEDNN", False)
+    plain = kernels.pair_mlp(hx, hy, layers)
+    assert torch.allclose(fast, plain, atol=1e-5, rtol=1e-5)
+    g, leaves = torch.ones_like(plain), [hx, hy, layers[0][0]]
+    for a, e in zip(torch.autograd.grad(fast, leaves, g), torch.autograd.grad(plain, leaves, g)):
+        assert torch.allclose(a, e, atol=1e-4, rtol=1e-4)
+
+
+def test_pair_mlp_keeps_a_diverged_critic_non_finite():
+    """A NaN weight reaches the scores (as with one linear + ReLU per layer), so divergence is seen."""
+    hx, hy, layers = _pair_inputs(3, (6, 1, 8), (1, 6, 8), (8, 8, 1))
+    with torch.no_grad():
+        layers[0][0][2, 3] = float("nan")
+    assert kernels.pair_mlp(hx, hy, layers).isnan().all()

@@ -16,7 +16,7 @@ from mibench.errors import MibenchError
 from mibench.estimators import resolve_estimators
 from mibench.records import is_complete, read_config
 from mibench.sweep import SweepSpec, load_spec, run_sweep
-from mibench.sweep.execute import lock_path
+from mibench.sweep.lock import lock_path
 from mibench.sweep.presets import PRESETS, load_preset
 
 TINY = {"tasks": [{"task": "gaussian", "params": {"dim": 2}}], "estimators": ["smile-5", "infonce"],
@@ -277,7 +277,11 @@ def test_kill_mid_sweep_then_resume(tmp_path, count_runs):
     assert not lock_path(out).with_suffix(".holder").exists()
 
 
-def test_local_process_pool(tmp_path):
+def test_local_process_pool(tmp_path, monkeypatch):
+    from mibench.utils import threads
+
+    monkeypatch.setattr(threads, "usable_cores", lambda *a, **k: 2)      # two workers fit, whatever the load
+    monkeypatch.setattr(threads.LoadProbe, "busy_cores", lambda self, *a: 0.0)
     out = tmp_path / "sw"
     report = run_sweep(tiny(), out, workers=2, threads=1, plot=False, log=lambda s: None)
     assert report.ok and report.ran == 2
@@ -290,7 +294,7 @@ def test_local_process_pool(tmp_path):
         assert c["pid"] != os.getpid()
 
 
-def test_execution_options_fill_from_the_spec_and_are_checked(tmp_path):
+def test_execution_options_fill_from_the_spec_and_are_checked(tmp_path, monkeypatch):
     """run_sweep's options are one Execution: unset fields come from the spec's [execution] table,
     a bad value is one line, an unknown keyword a TypeError; keywords override a given Execution."""
     from mibench.sweep import Execution
@@ -301,8 +305,9 @@ def test_execution_options_fill_from_the_spec_and_are_checked(tmp_path):
     assert (ex.backend, ex.workers, ex.threads, ex.address, ex.shared_fs, ex.plot) == ("dask", 3, 2, "tcp://h:1",
                                                                                      None, True)
     assert ex.sized(4, "cpu") is ex                         # a remote cluster: nothing to size here
-    local = Execution(workers=2).resolve({}).sized(8, "cpu")
-    assert local.backend == "local" and local.workers == 2 and local.threads >= 1
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    local = Execution(workers=2).resolve({}).sized(8, "cpu", usable=4, busy=0.0)
+    assert local.backend == "local" and local.workers == 2 and local.threads == 2
     for bad, match in (({"backend": "slurm"}, "local or dask"), ({"workers": 0}, "--workers"),
                        ({"threads": 0}, "--threads")):
         with pytest.raises(MibenchError, match=match):

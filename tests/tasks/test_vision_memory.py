@@ -57,6 +57,23 @@ def test_chunked_rendering_gives_the_same_canvases(monkeypatch, params):
     assert torch.equal(draws[0], whole) and torch.equal(draws[1], whole)
 
 
+@pytest.mark.parametrize("layout,side", [((1, 2, 5), 28), ((3, 2, 2), 28), ((2, 4, 4), 10), ((1, 1, 1), 28),
+                                         ((1, 5, 2), 33)])
+def test_canvases_gathered_as_pixel_rows_are_the_patch_canvases(layout, side):
+    """from_pool's row gather lays the same pixels where the patch gather + transpose put them."""
+    from mibench.tasks.pools import ClassPool
+
+    gen = torch.Generator().manual_seed(0)
+    items = torch.randint(0, 256, (40, 28, 28), generator=gen, dtype=torch.uint8)
+    pool = ClassPool(items, np.arange(40) % 2, "cpu")
+    r = V.Renderer(layout, side, 0.0, None, "cpu")
+    index = torch.randint(0, 40, (7, int(np.prod(layout))), generator=gen)
+    c, rows, cols = layout
+    patches = pool.gather(index).reshape(7, c, rows, cols, 28, 28).permute(0, 1, 2, 4, 3, 5)
+    assert torch.equal(r._gather_canvases(pool, index), patches.reshape(7, c, rows * 28, cols * 28))
+    assert torch.equal(r.from_pool(pool, index, gen), r(pool.gather(index), gen))
+
+
 def test_a_vision_task_that_cannot_fit_is_refused_before_allocating(monkeypatch):
     monkeypatch.setattr(limits, "host_available", lambda: 8 * 10**9)
     t0 = time.perf_counter()

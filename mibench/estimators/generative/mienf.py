@@ -84,6 +84,17 @@ class _GaussianBaseFlows(nn.Module):
         rest = -0.5 * ((xi[:, k:] ** 2).sum(1) + (eta[:, k:] ** 2).sum(1))
         return paired + rest - 0.5 * d * LOG_2PI
 
+    def cross_correlation(self) -> float:
+        """The largest absolute correlation of the base between a latent of x and a latent of y: how much
+        dependence the flows brought into the base's linear form."""
+        if self.tridiagonal:
+            return float(self.rho().abs().max()) if self.rho().numel() else 0.0
+        chol = self.cholesky().double()
+        sigma = chol @ chol.T
+        sd = sigma.diagonal().sqrt()
+        corr = sigma / (sd[:, None] * sd[None, :])
+        return float(corr[:self.dx, self.dx:].abs().max())
+
     def mutual_information(self) -> float:
         """The base's MI in nats (:class:`MIENF`)."""
         if self.tridiagonal:
@@ -162,4 +173,4 @@ class MIENF(DensityModelEstimator):
         value = model.mutual_information()
         if not math.isfinite(value):
             value = math.nan
-        return value, {"test_nll": test_nll}
+        return value, {"test_nll": test_nll, "cross_correlation": model.cross_correlation()}
