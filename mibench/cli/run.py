@@ -183,7 +183,7 @@ def cmd_run(args) -> int:
 
         raise MibenchError("--resume and --overwrite exclude each other")
     requested_threads(args.threads)           # a bad --threads is one line before anything is built
-    probe = LoadProbe()                       # other processes' load, measured while the run is prepared
+    probe = LoadProbe()                       # other processes' load, read while the run is prepared
     extra = None
     if getattr(args, "config", None):
         protocol, cfg, extra = rerun_config(args)

@@ -193,7 +193,7 @@ class HeldOutEstimator(MemberTraining):
     models_x = False
     #: the device types on which :meth:`estimate_members` trains a cell's members (seeds) as one stacked
     #: network unless told: accelerators, whose small steps are launch-bound, and the CPU for the
-    #: estimators measured faster so there (benchmarks/results/batched_seeds.txt)
+    #: estimators faster so there (docs/estimators.md, "Members of a cell")
     batch_members_on: ClassVar[tuple] = ("cuda", "mps")
 
     def __init__(self, **options):

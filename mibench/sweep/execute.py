@@ -251,7 +251,7 @@ class Execution:
         of workers for ``n_cells`` cells and the torch threads per worker, where not given.
 
         On CPU the workers share the cores free when the sweep starts (:mod:`mibench.utils.threads`:
-        affinity, cgroup quota, other processes' load; ``usable`` and ``busy`` are measured where not
+        affinity, cgroup quota, other processes' load; ``usable`` and ``busy`` are read where not
         given): at most one worker per cell and ``workers x threads <= free cores`` -- a ``--workers``
         above that runs fewer cells at a time -- and ``threads = free // workers`` unless requested
         (``--threads``, else ``OMP_NUM_THREADS``).  On a GPU one worker unless asked."""

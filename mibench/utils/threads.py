@@ -130,7 +130,7 @@ class ThreadChoice:
     threads: int            # torch threads per process
     workers: int            # processes sharing the free cores
     usable: int             # cores usable at all (affinity, quota)
-    busy: float | None      # cores' worth of other processes' load at start (None: not measured)
+    busy: float | None      # cores' worth of other processes' load at start (None: not read)
     source: str             # "--threads", "OMP_NUM_THREADS" or "free cores"
 
     @property
@@ -138,7 +138,7 @@ class ThreadChoice:
         return free_cores(self.usable, self.busy or 0.0)
 
     def describe(self) -> str:
-        load = "load not measured" if self.busy is None else f"others busy {self.busy:.2f} cores"
+        load = "load not read" if self.busy is None else f"others busy {self.busy:.2f} cores"
         each = f" / {self.workers} workers" if self.workers > 1 else ""
         if self.source != "free cores":
             return f"{self.threads} ({self.source}; {self.usable} usable cores, {load})"
@@ -172,7 +172,7 @@ def _positive(value, what: str) -> int:
 def choose_threads(threads=None, workers: int = 1, *, usable: int | None = None, busy: float | None = None,
                    env=None) -> ThreadChoice:
     """Torch threads for each of ``workers`` processes sharing this machine's free cores (the module
-    docstring's rule).  ``usable`` and ``busy`` are measured where not given (``busy`` only when no
+    docstring's rule).  ``usable`` and ``busy`` are read where not given (``busy`` only when no
     thread count is requested); pass them to decide without measuring."""
     workers = max(1, int(workers))
     usable = usable_cores() if usable is None else max(1, int(usable))
@@ -191,7 +191,7 @@ def max_workers(requested: int, free: int, threads: int = 1) -> int:
 
 
 class LoadProbe:
-    """Other processes' CPU load on this process's usable CPUs, measured from its creation to
+    """Other processes' CPU load on this process's usable CPUs, read from its creation to
     :meth:`busy_cores` (at least :data:`MIN_WINDOW` seconds), without this process's own time.
 
     Reads ``/proc/stat``; where it is missing (not Linux) the load counts as 0."""

@@ -43,7 +43,7 @@ class DensityModelEstimator(HeldOutEstimator):
 
     name = "generative"
     Settings: ClassVar[type] = FlowSettings
-    #: the flows train a cell's seeds faster stacked on a CPU too (benchmarks/results/batched_seeds.txt)
+    #: the flows train a cell's seeds faster stacked on a CPU too (docs/estimators.md, "Members of a cell")
     batch_members_on: ClassVar[tuple] = ("cpu", "cuda", "mps")
 
     def flow(self, dim: int, context_dim: int = 0):

@@ -1,0 +1,76 @@
+#!/usr/bin/env python
+"""The cost of a benchmark cell, in one run on this machine: the three measurements of
+docs/install.md ("Threads") and docs/estimators.md ("Members of a cell"), one after the other, into one
+result file with the machine's description.
+
+(a) batched seeds: the three seeds of a BMI 5 x 5 cell at n = 5,000 for ``infonce``, ``ba``, ``doe-flow``,
+    ``minde-c`` and ``fmmi-c``, batched against one at a time (``bench_batched_seeds.py``);
+(b) the vision step against its GEMM floor (``bench_step_floor.py``);
+(c) a run beside one busy process against idle (``bench_contention.py``, which starts the busy process).
+
+    python benchmarks/bench_cell_cost.py [--quick] [--wait-quiet 120] [--out benchmarks/results/cell_cost.txt]
+
+``--quick`` runs each with fewer rounds (a check that it works, not a measurement).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PARTS = [
+    ("(a) batched seeds", "bench_batched_seeds.py", ["--rounds", "2"], ["--rounds", "1", "--steps-rounds", "2",
+                                                                         "--estimators", "ba,minde-c"]),
+    ("(b) the vision step against its GEMM floor", "bench_step_floor.py", ["--rounds", "9"], ["--rounds", "2",
+                                                                                               "--reps", "3"]),
+    ("(c) beside a busy process against idle", "bench_contention.py", ["--rounds", "3"], ["--rounds", "1",
+                                                                                          "--steps", "200"]),
+]
+
+
+def machine() -> str:
+    import torch
+
+    with open("/proc/loadavg") as f:
+        load = f.read().split()[:3]
+    return (f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
+            f"{platform.python_version()}, torch {torch.__version__}, load average {' '.join(load)}, "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
+                   help="passed to (b) and (c): wait up to this long for a quiet machine before each round")
+    p.add_argument("--out", default=str(HERE / "results" / "cell_cost.txt"))
+    args = p.parse_args(argv)
+    lines = [f"# bench_cell_cost.py{' --quick' if args.quick else ''}: {machine()}"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for title, script, full, quick in PARTS:
+            out = Path(tmp) / f"{script}.txt"
+            batched = "batched" in script          # (a) writes its table to --out; (b) and (c) print theirs
+            extra = ["--wait-quiet", str(args.wait_quiet)] if args.wait_quiet and not batched else []
+            shown = [*(quick if args.quick else full), *extra]
+            cmd = [sys.executable, str(HERE / script), *shown, *(["--out", str(out)] if batched else [])]
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, cwd=HERE, capture_output=True, text=True)
+            lines += ["", f"## {title}: python benchmarks/{script} {' '.join(shown)} "
+                          f"({time.perf_counter() - t0:.0f} s)"]
+            if proc.returncode:
+                lines += [f"FAILED (exit {proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}"]
+                continue
+            lines += (out.read_text() if out.is_file() else proc.stdout).rstrip().splitlines()
+    Path(args.out).write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
