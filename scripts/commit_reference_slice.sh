@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Stage the reference sweep's complete cells (config.json status "complete") and re-export the packaged
-# copy the bmi / reference suites rank against; the caller commits.  Cells still running are left out.
+# Stage the reference sweep's complete cells (config.json status "complete"), re-export the packaged
+# copy the bmi / reference suites rank against and rebuild the table's views; the caller commits.  Cells still
+# running are left out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python - <<'PY'
@@ -12,3 +13,8 @@ print(f"staged {len(done)} complete cells")
 PY
 python scripts/export_sample_baselines.py --set reference
 git add mibench/analysis/packaged/reference.json.gz
+# the leaderboard and the reference views of the cells so far (families, heatmap, outliers, statuses)
+mibench leaderboard results/reference/sweep -o results/reference/leaderboard.csv --families > /dev/null
+git add results/reference/leaderboard.csv results/reference/leaderboard.md results/reference/leaderboard.meta.json \
+    results/reference/families.csv results/reference/families.md results/reference/outliers.csv \
+    results/reference/statuses.csv results/reference/heatmap.png
