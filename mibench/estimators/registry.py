@@ -174,7 +174,7 @@ ESTIMATORS.add_pattern(r"histogram-([0-9]+)", "histogram-<bins>",
 # --- generative: mibench.estimators.generative --------------------------------------------------------
 
 ESTIMATORS.add("doe-flow", "generative: difference of entropies H(Y) - H(Y|X) with two normalising flows "
-               "(McAllester & Stratos 2020; RealNVP), held-out (sample protocol)",
+               "(McAllester & Stratos 2020; zuko MAF), held-out (sample protocol)",
                ClassFactory("mibench.estimators.generative:DoEFlow"))
 
 

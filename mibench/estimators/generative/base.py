@@ -38,6 +38,13 @@ class FlowSettings(TrainedSettings):
     CHOICES: ClassVar[dict] = {**TrainedSettings.CHOICES, "flows": FLOW_FAMILIES}
 
 
+@dataclass(frozen=True)
+class ZukoFlowSettings(FlowSettings):
+    """:class:`FlowSettings` with zuko's masked autoregressive flows (:mod:`.flows`' docstring)."""
+
+    flows: str = "zuko-maf"
+
+
 class DensityModelEstimator(HeldOutEstimator):
     """Base of the generative estimators (module docstring); settings: :class:`FlowSettings`."""
 

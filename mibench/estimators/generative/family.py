@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import torch
 
-from mibench.estimators.generative.base import DensityModelEstimator, FlowSettings
+from mibench.estimators.generative.base import DensityModelEstimator, ZukoFlowSettings
 from mibench.estimators.generative.flows import ConditionalGaussian
 from mibench.estimators.kinds import ESTIMATE, UPPER_BOUND
 
@@ -22,13 +22,6 @@ def gaussian_entropy(y: torch.Tensor) -> float:
     """Entropy (nats) of the Gaussian with the sample covariance of the rows of ``y``."""
     cov = torch.cov(y.double().T).reshape(y.shape[1], y.shape[1])
     return 0.5 * (y.shape[1] * LOG_2PI_E + float(torch.linalg.slogdet(cov)[1]))
-
-
-@dataclass(frozen=True)
-class ZukoFlowSettings(FlowSettings):
-    """:class:`~.base.FlowSettings` with zuko's masked autoregressive flows (:mod:`.flows`' docstring)."""
-
-    flows: str = "zuko-maf"
 
 
 @dataclass(frozen=True)

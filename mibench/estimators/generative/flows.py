@@ -5,10 +5,9 @@ Pewsey 2009) on a N(0, I) base; the conditional flow receives an MLP embedding o
 (Winkler et al. 2019).  Log-determinants are exact.
 
 :class:`ZukoMAF` is zuko's masked autoregressive flow (Papamakarios et al. 2017; zuko 1.6, Rozet et al.)
-behind the same ``log_prob(y, x)``: inside ``gm-flow`` and ``ba`` it reads closer to the truth than these
-flows in less time (docs/estimators.md), so ``ba``, ``gm-flow`` and ``l1out`` use it.  ``mienf`` keeps these
-layers (it needs their map to the base), and ``doe-flow`` its RealNVP (``flows=`` switches either
-estimator's family)."""
+behind the same ``log_prob(y, x)``: it reads closer to the truth than these flows in less time
+(docs/estimators.md), so ``ba``, ``gm-flow``, ``l1out`` and ``doe-flow`` use it.  ``mienf`` keeps these
+layers (it needs their map to the base); ``flows=`` switches a density model's family."""
 from __future__ import annotations
 
 import math
