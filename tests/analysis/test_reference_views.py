@@ -70,3 +70,19 @@ def test_the_views_are_written(tmp_path):
     names = {p.name for p in paths}
     assert {"families.csv", "families.md", "outliers.csv", "heatmap.png", "statuses.csv"} <= names
     assert (tmp_path / "heatmap.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_readme_which_estimator_table_follows_the_committed_results():
+    """README's and docs/estimators.md's "Which estimator?" rows are what scripts/which_estimator.py writes
+    from results/reference/families.csv and the sample leaderboard: a result that changes a leader, an
+    error or a far-off estimator makes the docs stale, and this test says so."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "which_estimator.py"
+    spec = importlib.util.spec_from_file_location("which_estimator", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--check"]) == 0
+    rows = [line for line in mod.block().splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert len(rows) >= 5 and all(row.count("`") >= 4 for row in rows)   # a leader and a runner-up each

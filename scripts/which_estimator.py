@@ -1,0 +1,109 @@
+#!/usr/bin/env python
+"""Write the "Which estimator?" table of README.md and docs/estimators.md from the committed results:
+per data family the leader and the runner-up (error in bits, seconds per estimate) and the estimators
+far off there, from results/reference/families.csv (BMI's tasks) and results/sample_leaderboard/
+(images and text, which the reference table has not reached yet).
+
+    python scripts/which_estimator.py          # rewrite the block between the markers in both files
+    python scripts/which_estimator.py --check  # exit 1 when either file's block differs
+
+tests/analysis/test_reference_views.py runs ``--check``, so the README's claims follow the results.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BEGIN, END = "<!-- which-estimator: begin (scripts/which_estimator.py) -->", "<!-- which-estimator: end -->"
+FILES = (ROOT / "README.md", ROOT / "docs" / "estimators.md")
+#: an estimator is "far off" where its error exceeds this many times the family's median (as outliers.csv)
+FAR = 3.0
+#: (label, task, task_params, truth in bits) of the sample-leaderboard setups shown as families
+SAMPLE_SETUPS = (
+    ("Gaussian 10 × 10 at 4 bits (sample leaderboard)", "gaussian", "", 4.0),
+    ("images: vision 64 × 64 at 4 bits (sample leaderboard)", "vision", "", 4.0),
+    ("text: fine-tuned MiniLM at 1 bit (sample leaderboard)", "text", "ds=2;encoder=minilm-imdb", 1.0),
+)
+
+
+def _secs(v: str) -> str:
+    s = float(v)
+    return f"{s:.1f} s" if s < 10 else f"{s:.0f} s"
+
+
+def _far(rows, err, fmt, k=3) -> str:
+    """The ``k`` estimators furthest off among those beyond FAR x the median error (signed)."""
+    errs = sorted(abs(err(r)) for r in rows)
+    median = errs[len(errs) // 2] if len(errs) % 2 else 0.5 * (errs[len(errs) // 2 - 1] + errs[len(errs) // 2])
+    far = sorted((r for r in rows if abs(err(r)) > FAR * max(median, 0.01)), key=lambda r: -abs(err(r)))
+    return ", ".join(fmt(r) for r in far[:k]) or "none"
+
+
+def reference_rows(path: Path) -> list[str]:
+    rows = list(csv.DictReader(path.open()))
+    out = []
+    for family in dict.fromkeys(r["family"] for r in rows):
+        g = sorted((r for r in rows if r["family"] == family), key=lambda r: int(r["rank"]))
+        tasks = max(int(r["cells"]) for r in g)
+        ok = [r for r in g if r["mae_bits"] not in ("", "nan")]
+        lead, second = ok[0], ok[1]
+        cell = lambda r: f"`{r['estimator']}` {float(r['mae_bits']):.3f} ({_secs(r['seconds'])})"  # noqa: E731
+        far = _far(ok, lambda r: float(r["mean_bias_bits"]),
+                   lambda r: f"`{r['estimator']}` {float(r['mean_bias_bits']):+.2f}")
+        failed = [r["estimator"] for r in g if int(r["failed_cells"])]
+        if failed:
+            far += "; refused: " + ", ".join(f"`{e}`" for e in failed)
+        out.append(f"| {family} ({tasks} BMI task{'s' if tasks > 1 else ''}, {len(g)} estimators) | {cell(lead)} | "
+                   f"{cell(second)} | {far} |")
+    return out
+
+
+def sample_rows(path: Path) -> list[str]:
+    rows = list(csv.DictReader(path.open()))
+    out = []
+    for label, task, params, truth in SAMPLE_SETUPS:
+        g = sorted((r for r in rows if r["task"] == task and r["task_params"] == params), key=lambda r: int(r["rank"]))
+        cell = lambda r: f"`{r['estimator']}` {abs(float(r['mean_estimate']) - truth):.3f} ({_secs(r['seconds'])})"  # noqa: E731
+        far = _far(g, lambda r: float(r["mean_estimate"]) - truth,
+                   lambda r: f"`{r['estimator']}` {float(r['mean_estimate']) - truth:+.2f}")
+        out.append(f"| {label} | {cell(g[0])} | {cell(g[1])} | {far} |")
+    return out
+
+
+def block() -> str:
+    ref = ROOT / "results" / "reference" / "families.csv"
+    sample = ROOT / "results" / "sample_leaderboard" / "leaderboard.csv"
+    lines = [BEGIN, "| data family (tasks so far) | leader: error in bits (s / estimate) | runner-up | far off there "
+             "(bias in bits) |", "| --- | --- | --- | --- |", *reference_rows(ref), *sample_rows(sample), END]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--check", action="store_true", help="exit 1 where a file's table differs from the results")
+    args = p.parse_args(argv)
+    new = block()
+    stale = []
+    for f in FILES:
+        text = f.read_text()
+        if BEGIN not in text or END not in text:
+            print(f"{f.relative_to(ROOT)}: no {BEGIN!r} ... {END!r} block", file=sys.stderr)
+            return 1
+        head, rest = text.split(BEGIN, 1)
+        updated = head + new + rest.split(END, 1)[1]
+        if updated != text:
+            stale.append(f.relative_to(ROOT))
+            if not args.check:
+                f.write_text(updated)
+    if args.check and stale:
+        print(f"stale 'Which estimator?' table in {', '.join(map(str, stale))}: run python scripts/which_estimator.py",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
