@@ -15,7 +15,7 @@ from mibench.tasks.distributions import draw
 
 
 @pytest.mark.parametrize("cls, family", [(BarberAgakovFlow, "zuko-maf"), (GMFlow, "zuko-maf"),
-                                         (L1OutFlow, "zuko-maf"), (DoEFlow, "realnvp"), (MIENF, "realnvp")])
+                                         (L1OutFlow, "zuko-maf"), (DoEFlow, "zuko-maf"), (MIENF, "realnvp")])
 def test_default_family_per_estimator(cls, family):
     est = cls()
     assert est.parameters().flows == family
