@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 STATUSES = ("converged", "overfit", "still_increasing", "still_improving", "no_dependence_detected", "diverged",
-            "train_only", "deterministic", "near_ceiling", "not_assessed", "failed_fit", "above_sample_limit")
+            "train_only", "deterministic", "near_ceiling", "not_assessed", "failed_fit", "above_sample_limit",
+            "high_dimensional")
 
 
 @dataclass

@@ -300,6 +300,33 @@ def test_ksg_brute_row_blocks_do_not_change_the_value(monkeypatch):
     assert backends.ksg_mi_continuous(x, y, seed=0, method="brute") == pytest.approx(one, abs=1e-12)
 
 
+def test_ksg_warns_above_three_dimensions_a_side():
+    """A k-NN estimate on more than 3 dimensions a side carries the status ``high_dimensional`` (through
+    mibench.estimate and the sample protocol's ``mi_status``); up to 3 it is unassessed as before."""
+    import mibench
+
+    rng = np.random.default_rng(0)
+    est = ESTIMATORS.get("ksg").obj()
+    for d, expected in ((1, ""), (3, ""), (4, "high_dimensional"), (25, "high_dimensional")):
+        x = rng.normal(size=(400, d))
+        y = x + rng.normal(size=(400, d))
+        assert math.isfinite(est.estimate(x, y)) and est.status == expected, d
+    x = rng.normal(size=(600, 5))
+    y = np.hstack([x[:, :2] + 0.5 * rng.normal(size=(600, 2)), rng.normal(size=(600, 1))])
+    assert mibench.estimate(x, y, estimator="ksg").status == "high_dimensional"   # x has 5 dimensions
+    assert mibench.estimate(x[:, :3], y, estimator="ksg").status == "not_assessed"
+
+
+def test_ksg_high_dimensional_status_is_recorded(tmp_path):
+    from mibench.protocols.sample.run import SampleConfig, run_sample
+    from mibench.records import read_sample_estimates
+
+    run_sample(SampleConfig(task="gaussian", task_params={"dim": 5}, estimators=["ksg"], mi=1, n=300, seeds=[0],
+                            timeout=None), out_dir=tmp_path / "run", plot=False)
+    rows = read_sample_estimates(tmp_path / "run" / "sample_estimates.csv")
+    assert [r["mi_status"] for r in rows] == ["high_dimensional"] and rows[0]["status"] == "ok"
+
+
 def test_ksg_auto_method_is_recorded(tmp_path):
     import json
 
