@@ -135,7 +135,8 @@ def ksg_dims(seeds, emit) -> None:
                  f"{time.perf_counter() - t0:6.1f}")
 
 
-CASES = {"mienf-student": mienf_student, "doe-flow-wide": doe_flow_wide, "generative-n": generative_n, "ksg-dims": ksg_dims}
+CASES = {"mienf-student": mienf_student, "doe-flow-wide": doe_flow_wide, "generative-n": generative_n,
+         "ksg-dims": ksg_dims}
 
 
 def main() -> int:
