@@ -321,15 +321,29 @@ def run_sweep(spec: SweepSpec, out_dir, execution: Execution | None = None, *, r
             + (f", {ex.workers} workers x {ex.threads} threads" if ex.workers else "")
             + (f": {ex.threads_rule}" if ex.threads_rule else "")
             + (f", {ex.address}" if ex.address else "") + ")")
-        _dispatch(p, out_dir, ex, progress)
+        try:
+            _dispatch(p, out_dir, ex, progress)
+        except KeyboardInterrupt:          # Ctrl-C or SIGTERM: the slice's wall time is kept all the same
+            _record_invocation(progress, p, t0, stopped=True)
+            progress.manifest.write("interrupted")
+            raise
         results = progress.results
         failed = [n for n, r in results.items() if r.status == "failed"]
         diverged = [n for n, r in results.items() if r.diverged]
-        progress.manifest.data["invocations"][-1]["wall_seconds"] = round(time.perf_counter() - t0, 2)
-        progress.manifest.data["invocations"][-1]["ran"] = len(p.to_run)
+        _record_invocation(progress, p, t0, stopped=False)
         progress.manifest.write("complete" if not failed else "incomplete")
     return SweepReport(out_dir, cells, results, ran=len(p.to_run), skipped=len(p.done), failed=failed,
                        diverged=diverged, wall_seconds=round(time.perf_counter() - t0, 2))
+
+
+def _record_invocation(progress, p, t0: float, stopped: bool) -> None:
+    """This invocation's wall time, how many cells it set out to run and how many of them are complete, in
+    sweep.json; ``stopped`` when Ctrl-C or SIGTERM ended it (a slice of a sweep computed in slices)."""
+    entry = progress.manifest.data["invocations"][-1]
+    entry["wall_seconds"] = round(time.perf_counter() - t0, 2)
+    entry["ran"] = len(p.to_run)
+    entry["completed"] = sum(progress.manifest.by_name[c.name]["status"] == "complete" for c in p.to_run)
+    entry["stopped"] = stopped
 
 
 def _with_options(execution: Execution | None, options: dict) -> Execution:

@@ -202,6 +202,9 @@ def test_sigterm_mid_estimate_ends_every_started_sample_cell_interrupted(tmp_pat
     m = _manifest(out)
     started = [c for c in m["cells"] if (out / c["dir"] / "config.json").is_file()]
     assert m["status"] == "interrupted" and len(started) == workers
+    slice_ = m["invocations"][-1]          # the stopped invocation keeps its wall time
+    assert slice_["stopped"] is True and 0 < slice_["wall_seconds"] < 300 and slice_["completed"] == 0
+    assert slice_["ran"] == len(m["cells"])
     for c in m["cells"]:
         if c in started:
             assert c["status"] == "interrupted" and read_config(out / c["dir"])["status"] == "interrupted", c
@@ -215,6 +218,7 @@ def test_sigterm_mid_estimate_ends_every_started_sample_cell_interrupted(tmp_pat
     assert p.returncode == 0, p.stderr
     m = _manifest(out)
     assert m["status"] == "complete" and {c["status"] for c in m["cells"]} == {"complete"}
+    assert m["invocations"][-1]["stopped"] is False and m["invocations"][-1]["completed"] == len(m["cells"])
     for c in m["cells"]:
         assert read_config(out / c["dir"])["status"] == "complete"
         rows = (out / c["dir"] / "sample_estimates.csv").read_text().splitlines()
