@@ -13,6 +13,8 @@ print(f"staged {len(done)} complete cells")
 PY
 python scripts/export_sample_baselines.py --set reference
 git add mibench/analysis/packaged/reference.json.gz
+# the manifest: every cell's status and each slice's wall time (sweep.json's invocations)
+git add results/reference/sweep/sweep.json
 # the leaderboard and the reference views of the cells so far (families, heatmap, outliers, statuses)
 mibench leaderboard results/reference/sweep -o results/reference/leaderboard.csv --families > /dev/null
 git add results/reference/leaderboard.csv results/reference/leaderboard.md results/reference/leaderboard.meta.json \
