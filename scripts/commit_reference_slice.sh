@@ -9,7 +9,13 @@ import json, pathlib, subprocess
 root = pathlib.Path("results/reference/sweep")
 done = [p.parent for p in sorted(root.glob("*/config.json")) if json.loads(p.read_text()).get("status") == "complete"]
 subprocess.run(["git", "add", "--", *map(str, done)], check=True)
-print(f"staged {len(done)} complete cells")
+# a committed cell being re-run (deleted, or running again) leaves the commit until it is complete again,
+# so the committed cells, the packaged copy and the views agree
+tracked = subprocess.run(["git", "ls-files", "--", str(root)], capture_output=True, text=True, check=True).stdout
+stale = sorted({pathlib.Path(f).parent for f in tracked.split() if f.endswith("/config.json")} - set(done))
+if stale:
+    subprocess.run(["git", "rm", "-r", "-q", "--cached", "--", *map(str, stale)], check=True)
+print(f"staged {len(done)} complete cells; {len(stale)} committed cells not complete now left out")
 PY
 python scripts/export_sample_baselines.py --set reference
 git add mibench/analysis/packaged/reference.json.gz
