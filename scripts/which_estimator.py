@@ -55,7 +55,7 @@ def reference_rows(path: Path) -> list[str]:
                    lambda r: f"`{r['estimator']}` {float(r['mean_bias_bits']):+.2f}")
         failed = [r["estimator"] for r in g if int(r["failed_cells"])]
         if failed:
-            far += "; refused: " + ", ".join(f"`{e}`" for e in failed)
+            far += "; failed or flagged seeds: " + ", ".join(f"`{e}`" for e in failed)
         out.append(f"| {family} ({tasks} BMI task{'s' if tasks > 1 else ''}, {len(g)} estimators) | {cell(lead)} | "
                    f"{cell(second)} | {far} |")
     return out
