@@ -18,8 +18,8 @@ the truth:
   makes its normal-CDF version the same task for them) at n = 5,000, 20,000 and 50,000: an error that
   shrinks with n is the finite sample's, not a defect of the defaults.
 * ``ksg-dims``: ``ksg`` (k = 3) on BMI's Gaussians of growing dimension: the 2-pair sparse ones keep
-  1.47 bits at 3, 5 and 25 dimensions a side, the dense ones grow from 2 to 50; where its error leaves
-  max(0.1 bits, 10%) its status says ``high_dimensional``.
+  1.47 bits at 3, 5 and 25 dimensions a side, the dense ones grow from 2 to 50; the status column shows
+  ``high_dimensional``, which depends on the dimension alone (more than 3 a side).
 """
 from __future__ import annotations
 

@@ -2,8 +2,14 @@
 # Stage the reference sweep's complete cells (config.json status "complete"), re-export the packaged
 # copy the bmi / reference suites rank against and rebuild the table's views; the caller commits.  Cells still
 # running are left out.
+# Run it while the sweep is stopped (SIGTERM, then --resume after the commit): the packaged copy and the views
+# are built from the directory, so a cell completing meanwhile would be in them but not in the commit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if ! git diff --quiet -- README.md docs/estimators.md; then
+    echo "README.md or docs/estimators.md has uncommitted edits: commit them first (this script stages both)" >&2
+    exit 1
+fi
 python - <<'PY'
 import json, pathlib, subprocess
 root = pathlib.Path("results/reference/sweep")

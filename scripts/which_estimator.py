@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- which-estimator: begin (scripts/which_estimator.py) -->", "<!-- which-estimator: end -->"
 FILES = (ROOT / "README.md", ROOT / "docs" / "estimators.md")
-#: an estimator is "far off" where its error exceeds this many times the family's median (as outliers.csv)
+#: an estimator is "far off" where its |mean bias| exceeds this many times the family's median |bias|
 FAR = 3.0
 #: (label, task, task_params, truth in bits) of the sample-leaderboard setups shown as families
 SAMPLE_SETUPS = (
@@ -49,8 +49,14 @@ def reference_rows(path: Path) -> list[str]:
         g = sorted((r for r in rows if r["family"] == family), key=lambda r: int(r["rank"]))
         tasks = max(int(r["cells"]) for r in g)
         ok = [r for r in g if r["mae_bits"] not in ("", "nan")]
+        if len(ok) < 2:
+            continue
+
+        def cell(r):          # an estimator with fewer tasks than the family's so far says how many
+            fewer = f"{r['cells']} of {tasks} tasks, " if int(r["cells"]) < tasks else ""
+            return f"`{r['estimator']}` {float(r['mae_bits']):.3f} ({fewer}{_secs(r['seconds'])})"
+
         lead, second = ok[0], ok[1]
-        cell = lambda r: f"`{r['estimator']}` {float(r['mae_bits']):.3f} ({_secs(r['seconds'])})"  # noqa: E731
         far = _far(ok, lambda r: float(r["mean_bias_bits"]),
                    lambda r: f"`{r['estimator']}` {float(r['mean_bias_bits']):+.2f}")
         failed = [r["estimator"] for r in g if int(r["failed_cells"])]
@@ -62,6 +68,7 @@ def reference_rows(path: Path) -> list[str]:
 
 
 def sample_rows(path: Path) -> list[str]:
+    """The sample leaderboard's setups, leader and runner-up by its rank (MSE over the seeds)."""
     rows = list(csv.DictReader(path.open()))
     out = []
     for label, task, params, truth in SAMPLE_SETUPS:
@@ -69,7 +76,7 @@ def sample_rows(path: Path) -> list[str]:
         cell = lambda r: f"`{r['estimator']}` {abs(float(r['mean_estimate']) - truth):.3f} ({_secs(r['seconds'])})"  # noqa: E731
         far = _far(g, lambda r: float(r["mean_estimate"]) - truth,
                    lambda r: f"`{r['estimator']}` {float(r['mean_estimate']) - truth:+.2f}")
-        out.append(f"| {label} | {cell(g[0])} | {cell(g[1])} | {far} |")
+        out.append(f"| {label}, by MSE | {cell(g[0])} | {cell(g[1])} | {far} |")
     return out
 
 
