@@ -55,84 +55,60 @@ def draw(task_name: str, n: int, seed: int):
     return x, y, task.mi_bits
 
 
-def mienf_student(seeds, emit) -> None:
-    import torch
-
+def estimate_bits(name: str, task: str, n: int, seed: int, **settings):
+    """Draw ``task`` (n pairs, ``seed``), build estimator ``name`` with ``settings`` and estimate: (the
+    estimator, its estimate in bits, the truth in bits, seconds)."""
     from mibench.estimators import ESTIMATORS
 
-    torch.set_num_threads(1)
+    x, y, truth = draw(task, n, seed)
+    est = ESTIMATORS.get(name).obj(**settings)
+    t0 = time.perf_counter()
+    value = est.estimate(x, y, seed=seed) / LN2
+    return est, value, truth, time.perf_counter() - t0
+
+
+def mienf_student(seeds, emit) -> None:
     emit("# case mienf-student: task, estimator, steps, seed, estimate (bits), truth (bits), largest |latent "
          "correlation| across the sides, seconds")
     for task in ("student-identity-5-5-2", "multinormal-dense-5-5-0.5"):
         for name in ("mienf", "mienf-tridiag"):
             for steps in (2000, 10000):
                 for seed in seeds:
-                    x, y, truth = draw(task, 5000, seed)
-                    est = ESTIMATORS.get(name).obj(steps=steps)
-                    t0 = time.perf_counter()
-                    value = est.estimate(x, y, seed=seed) / LN2
-                    secs = time.perf_counter() - t0
+                    est, value, truth, secs = estimate_bits(name, task, 5000, seed, steps=steps)
                     corr = float(est.last.get("cross_correlation", float("nan")))
                     emit(f"{task:<28} {name:<14} {steps:>6} {seed:>3} {value:8.3f} {truth:8.3f} {corr:8.3f} "
                          f"{secs:7.1f}")
 
 
 def doe_flow_wide(seeds, emit) -> None:
-    import torch
-
-    from mibench.estimators import ESTIMATORS
-
-    torch.set_num_threads(1)
     emit("# case doe-flow-wide: task, flows, seed, estimate (bits), truth (bits), status, seconds")
     for task in ("multinormal-sparse-25-25-2-2.0", "multinormal-dense-5-5-0.5"):
         for flows in ("realnvp", "zuko-maf"):
             for seed in seeds:
-                x, y, truth = draw(task, 5000, seed)
-                est = ESTIMATORS.get("doe-flow").obj(flows=flows)
-                t0 = time.perf_counter()
-                value = est.estimate(x, y, seed=seed) / LN2
-                emit(f"{task:<32} {flows:<9} {seed:>3} {value:8.3f} {truth:8.3f} {est.status:<16} "
-                     f"{time.perf_counter() - t0:7.1f}")
+                est, value, truth, secs = estimate_bits("doe-flow", task, 5000, seed, flows=flows)
+                emit(f"{task:<32} {flows:<9} {seed:>3} {value:8.3f} {truth:8.3f} {est.status:<16} {secs:7.1f}")
 
 
 def generative_n(seeds, emit) -> None:
-    import torch
-
-    from mibench.estimators import ESTIMATORS
-
-    torch.set_num_threads(1)
     emit("# case generative-n: task, estimator, n, seed, estimate (bits), truth (bits), status, seconds")
     task = "multinormal-sparse-25-25-2-2.0"
     for name in ("ba", "fmmi-c", "fmmi-j"):
         for n in (5000, 20000, 50000):
             for seed in seeds:
-                x, y, truth = draw(task, n, seed)
-                est = ESTIMATORS.get(name).obj()
-                t0 = time.perf_counter()
-                value = est.estimate(x, y, seed=seed) / LN2
-                emit(f"{task:<32} {name:<8} {n:>6} {seed:>3} {value:8.3f} {truth:8.3f} {est.status:<16} "
-                     f"{time.perf_counter() - t0:7.1f}")
+                est, value, truth, secs = estimate_bits(name, task, n, seed)
+                emit(f"{task:<32} {name:<8} {n:>6} {seed:>3} {value:8.3f} {truth:8.3f} {est.status:<16} {secs:7.1f}")
 
 
 def ksg_dims(seeds, emit) -> None:
-    import torch
-
-    from mibench.estimators import ESTIMATORS
-
-    torch.set_num_threads(1)
     emit("# case ksg-dims: task, dims a side, seed, estimate (bits), truth (bits), error (bits), status, seconds")
     for task, d in (("1v1-normal-0.75", 1), ("multinormal-dense-2-2-0.5", 2), ("multinormal-dense-3-3-0.5", 3),
                     ("multinormal-sparse-3-3-2-2.0", 3), ("multinormal-dense-5-5-0.5", 5),
                     ("multinormal-sparse-5-5-2-2.0", 5), ("multinormal-sparse-25-25-2-2.0", 25),
                     ("multinormal-dense-25-25-0.5", 25), ("multinormal-dense-50-50-0.5", 50)):
         for seed in seeds:
-            x, y, truth = draw(task, 5000, seed)
-            est = ESTIMATORS.get("ksg").obj()
-            t0 = time.perf_counter()
-            value = est.estimate(x, y, seed=seed) / LN2
-            status = getattr(est, "status", "") or "-"
-            emit(f"{task:<32} {d:>3} {seed:>3} {value:8.3f} {truth:8.3f} {value - truth:+8.3f} {status:<17} "
-                 f"{time.perf_counter() - t0:6.1f}")
+            est, value, truth, secs = estimate_bits("ksg", task, 5000, seed)
+            emit(f"{task:<32} {d:>3} {seed:>3} {value:8.3f} {truth:8.3f} {value - truth:+8.3f} {est.status or '-':<17} "
+                 f"{secs:6.1f}")
 
 
 CASES = {"mienf-student": mienf_student, "doe-flow-wide": doe_flow_wide, "generative-n": generative_n,
@@ -146,6 +122,9 @@ def main() -> int:
     ap.add_argument("--out", default=None, help="default: benchmarks/results/outliers_<cases>.txt")
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
+    import torch
+
+    torch.set_num_threads(1)          # every case, as machine_line says
     args.out = args.out or str(REPO / "benchmarks" / "results" / f"outliers_{args.cases.replace(',', '_')}.txt")
     lines = [f"# bench_outliers.py --cases {args.cases} --seeds {args.seeds}; {machine_line()}"]
 

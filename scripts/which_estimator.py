@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import statistics
 import sys
 from pathlib import Path
 
@@ -36,8 +37,7 @@ def _secs(v: str) -> str:
 
 def _far(rows, err, fmt, k=3) -> str:
     """The ``k`` estimators furthest off among those beyond FAR x the median error (signed)."""
-    errs = sorted(abs(err(r)) for r in rows)
-    median = errs[len(errs) // 2] if len(errs) % 2 else 0.5 * (errs[len(errs) // 2 - 1] + errs[len(errs) // 2])
+    median = statistics.median(abs(err(r)) for r in rows)
     far = sorted((r for r in rows if abs(err(r)) > FAR * max(median, 0.01)), key=lambda r: -abs(err(r)))
     return ", ".join(fmt(r) for r in far[:k]) or "none"
 
