@@ -20,6 +20,10 @@ the truth:
 * ``ksg-dims``: ``ksg`` (k = 3) on BMI's Gaussians of growing dimension: the 2-pair sparse ones keep
   1.47 bits at 3, 5 and 25 dimensions a side, the dense ones grow from 2 to 50; the status column shows
   ``high_dimensional``, which depends on the dimension alone (more than 3 a side).
+* ``fmmi-j-wide``: ``fmmi-j`` and ``fmmi-c`` on BMI's dense Gaussians 5 x 5, 25 x 25 and 50 x 50 (and
+  ``fmmi-j`` at 10,000 steps on the 50 x 50), with the estimate's parts from t < 1/2 and t >= 1/2 beside
+  their Gaussian closed form: the path between independent endpoints narrows and widens again, so each
+  part grows with the dimension and the MI is their small difference.
 """
 from __future__ import annotations
 
@@ -111,8 +115,40 @@ def ksg_dims(seeds, emit) -> None:
                  f"{secs:6.1f}")
 
 
+def _path_parts(x, y) -> tuple[float, float]:
+    """fmmi-j's two parts in closed form for a Gaussian with the sample's correlation (nats): the path
+    (1 - t) z_0 + t z_1 between independent z_0 ~ N(0, C_0) (the product of marginals) and z_1 ~ N(0, C_1)
+    has covariance (1 - t)^2 C_0 + t^2 C_1; the parts are h(p_0) - h(p_1/2) and h(p_1/2) - h(p_1)."""
+    import numpy as np
+
+    c1 = np.corrcoef(np.hstack([np.asarray(x, float), np.asarray(y, float)]), rowvar=False)
+    dx = np.asarray(x).shape[1]
+    c0 = c1.copy()
+    c0[:dx, dx:] = 0
+    c0[dx:, :dx] = 0
+    logdet = lambda c: np.linalg.slogdet(c)[1]      # noqa: E731
+    mid = logdet(0.25 * (c0 + c1))
+    return 0.5 * (logdet(c0) - mid), 0.5 * (mid - logdet(c1))
+
+
+def fmmi_j_wide(seeds, emit) -> None:
+    emit("# case fmmi-j-wide: task, estimator, steps, seed, estimate (bits), truth (bits), the estimate's parts from "
+         "t < 1/2 and t >= 1/2 (nats), the Gaussian closed form of fmmi-j's parts (nats), status, seconds")
+    for task in ("multinormal-dense-5-5-0.5", "multinormal-dense-25-25-0.5", "multinormal-dense-50-50-0.5"):
+        x, y, _ = draw(task, 5000, 0)
+        exact = "{:8.2f} {:8.2f}".format(*_path_parts(x, y))
+        for name, steps in (("fmmi-j", 2000), ("fmmi-c", 2000), ("fmmi-j", 10000)):
+            if steps > 2000 and not task.startswith("multinormal-dense-50"):
+                continue
+            for seed in (seeds if steps == 2000 else seeds[:1]):
+                est, value, truth, secs = estimate_bits(name, task, 5000, seed, steps=steps)
+                parts = f"{est.last['path_first_half']:8.2f} {est.last['path_second_half']:8.2f}"
+                emit(f"{task:<28} {name:<7} {steps:>6} {seed:>3} {value:8.3f} {truth:8.3f} {parts} "
+                     f"{exact if name == 'fmmi-j' else '       -        -'} {est.status:<16} {secs:6.1f}")
+
+
 CASES = {"mienf-student": mienf_student, "doe-flow-wide": doe_flow_wide, "generative-n": generative_n,
-         "ksg-dims": ksg_dims}
+         "ksg-dims": ksg_dims, "fmmi-j-wide": fmmi_j_wide}
 
 
 def main() -> int:
