@@ -273,6 +273,7 @@ def _critic_estimate(xa, ya, settings: EstimateSettings, sizes: SizedTraining, b
     from mibench.estimation.defaults import default_settings
     from mibench.estimation.dependence import deterministic_dependence
     from mibench.estimation.preprocess import standardise_columns
+    from mibench.estimators import make_estimator
     from mibench.estimators.reduce import REDUCE_ABOVE_DIM, apply_reduction, fit_canonical_reduction
     from mibench.utils.device import resolve_device
 
@@ -328,7 +329,8 @@ def _critic_estimate(xa, ya, settings: EstimateSettings, sizes: SizedTraining, b
     if sizes.n_test and out.raw > ceiling - NEAR_CEILING_NATS:
         status = "near_ceiling"
     mi = max(out.raw, 0.0)
-    flag = implausible(out.raw, used["readout_pairs"], out.stderr) if sizes.n_test else None
+    offset = float(getattr(make_estimator(est_name), "offset_nats", 0.0))
+    flag = implausible(out.raw, used["readout_pairs"], out.stderr, offset) if sizes.n_test else None
     if flag:
         status, used["implausible"] = flag
         mi = math.nan if status == "failed_fit" else mi

@@ -6,7 +6,9 @@ Two checks on the value (nats), the held-out pairs it was read on and its standa
   errors), and in any case by more than :data:`NEGATIVE_LIMIT_NATS`.  MI is never negative; a held-out
   readout that far below zero is a model that fits the held-out pairs worse than no dependence at all
   (overfit flows at small n read hundreds of bits below zero), not an estimate of 0, however large its
-  own standard error.
+  own standard error.  A readout that sits a known offset below the MI at its critic's optimum
+  (``js-paper``: 1/e nats, :attr:`~mibench.estimators.heads.Estimator.offset_nats`) is held to zero minus
+  that offset.
 * ``above_sample_limit`` -- the value exceeds log m nats, m the pairs it was read on.  No
   distribution-free estimate from m pairs can confirm more (McAllester & Stratos 2020, "Formal
   limitations on the measurement of mutual information", AISTATS, Thm. 1 for lower bounds): a number
@@ -29,15 +31,19 @@ NEGATIVE_LIMIT_NATS = 1.0
 IMPLAUSIBLE = ("failed_fit", "above_sample_limit")
 
 
-def implausible(value_nats: float, pairs: int, stderr_nats: float = float("nan")) -> tuple[str, str] | None:
+def implausible(value_nats: float, pairs: int, stderr_nats: float = float("nan"),
+                offset_nats: float = 0.0) -> tuple[str, str] | None:
     """``(status, one-line reason)`` when ``value_nats``, read on ``pairs`` pairs, cannot be a result
-    (module docstring); None when it can."""
+    (module docstring); None when it can.  ``offset_nats``: how far below the MI the readout sits by design
+    at its optimum (0 for every estimator but ``js-paper``)."""
     if not math.isfinite(value_nats):
         return None
     se = stderr_nats if math.isfinite(stderr_nats) else 0.0
     margin = min(max(NEGATIVE_MARGIN_NATS, 3 * se), NEGATIVE_LIMIT_NATS)
-    if value_nats < -margin:
-        return ("failed_fit", f"{value_nats:.4g} nats is below zero by more than {margin:.3g}: the fitted model reads "
+    if value_nats < -(margin + offset_nats):
+        below = (f"zero minus the readout's offset {offset_nats:.3g} by more than" if offset_nats
+                 else "zero by more than")
+        return ("failed_fit", f"{value_nats:.4g} nats is below {below} {margin:.3g}: the fitted model reads "
                               "the held-out pairs worse than independence")
     if pairs >= 2 and value_nats > math.log(pairs):
         return ("above_sample_limit", f"{value_nats:.4g} nats is above log {pairs} = {math.log(pairs):.3g}, more than "

@@ -42,6 +42,10 @@ class Estimator(nn.Module):
     #: stateless heads whose bound reduces over the last two dimensions: a (G, B, B) stack of score
     #: matrices is evaluated in one call (:mod:`mibench.estimation.training` relies on it)
     batched: bool = False
+    #: how far below the MI the readout sits at its critic's optimum, in nats (0 for a tight bound): a
+    #: value below zero by less than this is the readout's design, not a failed critic
+    #: (:func:`mibench.estimation.plausibility.implausible`)
+    offset_nats: float = 0.0
 
     def ceiling_nats(self, batch_size: int) -> float:
         return math.inf
@@ -93,9 +97,10 @@ class JSTrainedEstimator(Estimator):
     training_objective = "js-fgan"
     batched = True
 
-    def __init__(self, report):
+    def __init__(self, report, offset_nats: float = 0.0):
         super().__init__()
         self.report = report
+        self.offset_nats = float(offset_nats)
 
     def value(self, scores):
         return self.report(scores)

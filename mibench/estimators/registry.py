@@ -36,7 +36,7 @@ ESTIMATORS.add("js", "trained with the Jensen-Shannon f-GAN objective, reported 
                ClassFactory(JSTrainedEstimator, (js_estimate,), LOWER_BOUND))
 ESTIMATORS.add("js-paper", "the paper's JS readout (authors' code): the JS-trained critic (shared with js) reported "
                "with NWJ on f, 1/e nats = 0.53 bits below js at the optimum",
-               ClassFactory(JSTrainedEstimator, (js_paper_estimate,), LOWER_BOUND))
+               ClassFactory(JSTrainedEstimator, (js_paper_estimate, 1 / math.e), LOWER_BOUND))
 ESTIMATORS.add("infonce", "InfoNCE / CPC contrastive bound; cannot exceed log K (batch size)",
                ClassFactory(BoundEstimator, (infonce_bound, _log_k), LOWER_BOUND), aliases=("nce", "cpc"))
 ESTIMATORS.add("dv", "Donsker-Varadhan bound (trained and reported)",

@@ -77,6 +77,31 @@ def test_the_rule():
     assert implausible(float("nan"), 2000) is None                   # recorded as non-finite elsewhere
 
 
+def test_a_readout_below_zero_by_its_design_is_not_a_failed_fit():
+    """js-paper reads NWJ on the JS critic itself: I - 1/e nats at the optimum, below zero wherever the MI is
+    under 1/e.  The rule holds it to -1/e minus the margin."""
+    assert implausible(-0.19, 1000, 0.01, offset_nats=1 / math.e) is None
+    assert implausible(-0.19, 1000, 0.01)[0] == "failed_fit"
+    assert implausible(-0.6, 1000, 0.01, offset_nats=1 / math.e)[0] == "failed_fit"
+
+
+def test_js_paper_below_its_offset_is_reported_as_what_it_is():
+    """BMI's Student-t 3 x 3 (dof 3, 0.18 nats) read -0.18 to -0.19 nats with js-paper in the reference table,
+    recorded as failed fits ("worse than independence") though js reads the same critic within 0.02 of the
+    truth.  A 1-d Gaussian at 0.18 nats shows the same."""
+    from mibench.estimators import make_estimator
+
+    assert make_estimator("js-paper").offset_nats == pytest.approx(1 / math.e)
+    assert make_estimator("js").offset_nats == 0.0 and make_estimator("nwj").offset_nats == 0.0
+    rng = np.random.default_rng(0)
+    rho = math.sqrt(1 - math.exp(-2 * 0.18))
+    x = rng.standard_normal((4000, 1))
+    y = rho * x + math.sqrt(1 - rho ** 2) * rng.standard_normal((4000, 1))
+    res = mibench.estimate(x, y, estimator="js-paper", units="nats")
+    assert res.mi_raw < -0.1                                   # the offset: about 0.18 - 0.37
+    assert res.status != "failed_fit" and res.mi == 0.0        # was: failed_fit, mi NaN
+
+
 @pytest.mark.parametrize("name, n", [("ba", 200), ("flo", 50)])
 def test_an_overfit_model_is_a_failed_fit_not_zero(name, n):
     from mibench.protocols.sample.run import draw_dataset
