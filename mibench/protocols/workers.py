@@ -109,14 +109,15 @@ class EstimateWorker:
         daemonic = me.daemon     # a Dask / pool worker is daemonic; multiprocessing refuses its children,
         if daemonic:             # but this child is killed by us and exits when we die (watch_parent)
             me._config["daemon"] = False
-        # a script read from stdin (``python - < f.py``) has __main__.__file__ = "<stdin>", which spawn
-        # would try to re-run in the child and fail; the worker needs nothing from __main__ (registered
-        # estimators travel with cloudpickle), so hide a __file__ that is not a file, as for a REPL
+        # spawn re-runs the parent's __main__ in the child (its file, or its module for ``python -m``): a
+        # user's script without an ``if __name__ == "__main__":`` guard would start again there, and one
+        # read from stdin (``"<stdin>"``) cannot be re-run at all.  The worker needs nothing from __main__
+        # (registered estimators travel with cloudpickle), so the child is started as from a REPL: with
+        # __main__'s __file__ and __spec__ hidden while it starts
         main = sys.modules.get("__main__")
-        main_file = getattr(main, "__file__", None)
-        hide = isinstance(main_file, str) and getattr(main, "__spec__", None) is None and not os.path.isfile(main_file)
-        if hide:
-            del main.__file__
+        hidden = {k: getattr(main, k) for k in ("__file__", "__spec__") if main is not None and hasattr(main, k)}
+        for k in hidden:
+            setattr(main, k, None) if k == "__spec__" else delattr(main, k)
         try:
             self.proc.start()
         except BaseException:
@@ -125,8 +126,8 @@ class EstimateWorker:
         finally:
             if daemonic:
                 me._config["daemon"] = True
-            if hide:
-                main.__file__ = main_file
+            for k, v in hidden.items():
+                setattr(main, k, v)
         child.close()
         self.conn = parent
         if not parent.poll(120):

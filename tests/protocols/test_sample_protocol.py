@@ -294,3 +294,28 @@ def test_worker_starts_from_a_script_read_on_stdin(tmp_path):
     proc = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=300,
                           cwd=tmp_path)
     assert "STATUS ok 0.5" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_worker_does_not_rerun_a_script_without_a_main_guard(tmp_path):
+    """``python script.py`` whose top level calls mibench (README's "Benchmark your own estimator" saved as a
+    file, no ``if __name__ == "__main__":``): spawn re-ran the script in the worker, which printed the
+    script's first line twice and failed ("the estimate worker process exited before it started")."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "mine.py"
+    script.write_text(
+        "print('SCRIPT STARTS')\n"
+        "import mibench\n"
+        "from mibench.protocols.sample.run import SampleConfig, run_sample\n"
+        "class Mine:\n"
+        "    kind, n_parameters = 'black-box', 0\n"
+        "    def estimate(self, x, y, *, seed=0):\n"
+        "        return 0.5\n"
+        "name = mibench.register_estimator('script-est', Mine(), replace=True)\n"
+        "res = run_sample(SampleConfig(task='gaussian', task_params={'dim': 2}, estimators=[name], mi=1, n=50,\n"
+        "                              seeds=[0], timeout=120))\n"
+        "print('STATUS', res.rows[0]['status'])\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert "STATUS ok" in proc.stdout, proc.stderr[-2000:]
+    assert proc.stdout.count("SCRIPT STARTS") == 1
