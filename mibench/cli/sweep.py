@@ -147,7 +147,7 @@ def spec_from_args(args):
 def cmd_sweep(args) -> int:
     from mibench.analysis.leaderboard import command_line
     from mibench.errors import MibenchError
-    from mibench.sweep import dump_spec_yaml, plan, run_sweep
+    from mibench.sweep import Execution, dump_spec_yaml, plan, run_sweep
     from mibench.sweep.presets import describe_presets
 
     if args.list_presets:
@@ -163,6 +163,9 @@ def cmd_sweep(args) -> int:
     if args.resume and args.overwrite:
         raise MibenchError("--resume and --overwrite exclude each other")
     out = Path(args.out) if args.out else Path("results") / "sweeps" / name
+    # the execution flags are checked before anything runs, a dry run included (one-line errors)
+    Execution(backend=args.backend or None, workers=args.workers, threads=args.threads,
+              address=args.address).resolve(spec.execution)
     if args.dry_run:
         p = plan(spec, out)
         state = {**{c.name: "todo  " for c in p.todo}, **{c.name: "resume" for c in p.resume},

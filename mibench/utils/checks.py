@@ -40,6 +40,8 @@ def as_2d(a, name: str, *, min_rows: int = 2, flatten: bool = False) -> np.ndarr
     if hasattr(a, "detach") and hasattr(a, "cpu"):          # a torch tensor, without importing torch
         a = a.detach().cpu().numpy()
     try:
+        if np.iscomplexobj(a):       # float64 would keep the real part and drop the rest, with a warning only
+            raise MibenchError(f"{name} is complex: pass real arrays (e.g. the real and imaginary parts as columns)")
         arr = np.asarray(a, dtype=np.float64)
     except (TypeError, ValueError):
         raise MibenchError(f"{name} must be a numeric array, got {type(a).__name__}") from None

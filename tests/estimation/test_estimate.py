@@ -35,6 +35,7 @@ def test_independent_arrays_give_small_estimate():
     (np.zeros((500, 2)), np.zeros((500, 2)), {"estimator": "foo"}, "unknown estimator"),
     (np.zeros((500, 2)), np.zeros((500, 2)), {"preprocess": "ranks"}, "preprocess must be one of"),
     ([["a"]], [["b"]], {}, "numeric"),
+    (np.ones((500, 2)) * (1 + 1j), np.zeros((500, 2)), {}, "complex"),      # was: the real part, silently
 ])
 def test_input_validation(x, y, kw, match):
     with pytest.raises(MibenchError, match=match):

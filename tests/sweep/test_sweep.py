@@ -148,6 +148,13 @@ def test_cli_shorthand_dry_run_and_dump(tmp_path, capsys):
     assert "--set expects" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flag", [["--workers", "0"], ["--workers", "-1"], ["--threads", "0"]])
+def test_a_dry_run_checks_the_execution_flags(tmp_path, capsys, flag):
+    """A dry run is where a user checks a command: it refused nothing (exit 0 with --workers 0)."""
+    assert main(["sweep", "--task", "gaussian", "--out", str(tmp_path / "s"), "--dry-run", *flag]) == 2
+    assert f"{flag[0]} must be >= 1" in capsys.readouterr().err
+
+
 def test_resume_skips_complete_continues_interrupted_redoes_failed(tmp_path, count_runs):
     out = tmp_path / "sw"
     spec = tiny()
