@@ -81,7 +81,9 @@ def cells(board):
 def family_table(board):
     """Per family and estimator: cells, cells with a failed seed, mean absolute error of the seed-mean
     estimates (bits, over the cells with a finite one), mean seconds per estimate, and the rank by the
-    error among estimators without failed cells (those with failures are ranked after them)."""
+    error among the estimators with every cell of the family and no failed cell; then those missing cells
+    (a mean over fewer tasks is not comparable: a missing hard task flatters it), then those with
+    failures."""
     import pandas as pd
 
     c = cells(board)
@@ -102,9 +104,13 @@ def family_table(board):
     if table.empty:
         return table
     table["rank"] = 0
+    family_cells = {f: len(c[c["families"].apply(lambda fs, f=f: f in fs)].drop_duplicates(
+        ["task", "task_params", "true_mi"])) for f in table["family"].unique()}
+    table["family_cells"] = table["family"].map(family_cells)
     for family, g in table.groupby("family", sort=False):
-        key = g.assign(bad=(g["failed_cells"] > 0) | g["mae_bits"].isna()).sort_values(
-            ["bad", "mae_bits", "estimator"], kind="mergesort")
+        key = g.assign(bad=(g["failed_cells"] > 0) | g["mae_bits"].isna(),
+                       missing=g["cells"] < g["family_cells"]).sort_values(
+            ["bad", "missing", "mae_bits", "estimator"], kind="mergesort")
         table.loc[key.index, "rank"] = range(1, len(key) + 1)
     return table.sort_values(["family", "rank"], key=lambda s: s.map(FAMILIES.index) if s.name == "family" else s,
                              kind="mergesort").reset_index(drop=True)
@@ -143,15 +149,16 @@ def outliers(board, factor: float = OUTLIER_FACTOR):
 def status_accuracy(rows):
     """How often each status was right, from per-seed rows (``status``, ``mi_status``, ``estimate`` and
     ``true_mi`` in bits): a trusting status (:data:`TRUSTING`) is right when the estimate is within
-    max(:data:`RIGHT_BITS`, :data:`RIGHT_RELATIVE` x truth) of the truth; a warning status (any other,
-    failures included) is right when it is not."""
+    max(:data:`RIGHT_BITS`, :data:`RIGHT_RELATIVE` x truth) of the truth; a warning status (any other, the
+    plausibility rule's included) is right when it is not.  Seeds without an estimate (an error, a timeout, a
+    non-finite value) have no status to judge and are left out."""
     import pandas as pd
 
     out = {}
     for r in rows:
-        status = str(r.get("mi_status") or "") or ("ok" if r.get("status") == "ok" else str(r.get("status")))
         if r.get("status") not in ("ok", "implausible"):
-            status = str(r.get("status"))
+            continue
+        status = str(r.get("mi_status") or "") or "ok"
         est, truth = float(r.get("estimate", float("nan"))), float(r["true_mi"])
         close = math.isfinite(est) and abs(est - truth) <= max(RIGHT_BITS, RIGHT_RELATIVE * truth)
         trusting = status in TRUSTING
@@ -219,7 +226,8 @@ def family_markdown(table, k: int = 2) -> str:
         lines += [f"### {family}", "", "| rank | estimator | kind | bound | cells | failed | MAE (bits) | bias (bits) "
                   "| s / estimate |", "| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
         for _, r in g.sort_values("rank").iterrows():
-            lines.append(f"| {r['rank']} | {r['estimator']} | {r['kind']} | {r['bound']} | {r['cells']} | "
+            lines.append(f"| {r['rank']} | {r['estimator']} | {r['kind']} | {r['bound']} | "
+                         f"{r['cells']} of {r['family_cells']} | "
                          f"{r['failed_cells']} | {_f(r['mae_bits'])} | {_f(r['mean_bias_bits'])} | "
                          f"{_f(r['seconds'], 1)} |")
         lines.append("")
