@@ -113,4 +113,9 @@ def test_the_bmi_suite_ranks_against_the_packaged_reference_without_a_checkout(m
     assert board[board["estimator"] == me]["task"].nunique() == 40
     ranked = set(board[board["estimator"] != me]["task"])     # the tasks the committed cells cover
     assert ranked and ranked <= set(board["task"])
-    assert f"{me} ranks" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"{me} ranks" in out
+    # a task no committed cell covers yet says so: it printed "ranks 1 of 1"
+    assert "ranks 1 of 1 " not in out
+    if set(board["task"]) - ranked:
+        assert f"{me} has no baselines to rank against here" in out

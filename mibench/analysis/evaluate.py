@@ -131,7 +131,7 @@ def evaluate(my_estimator, suite: str = "quick", *, name: str | None = None, bas
         raise MibenchError(f"no baseline runs found under {base}: pass baselines=DIR (a directory of sample-protocol "
                            f"runs) or set {env}")
     out_dir = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="mibench-evaluate-"))
-    run_dirs = []
+    run_dirs, kept = [], []
     for s in suite_setups(suite):
         cfg = SampleConfig(task=s["task"], task_params=dict(s["task_params"]), estimators=[est_name],
                            mi=s["mi"] if len(s["mi"]) > 1 else s["mi"][0], n=s["n"], critic=COMMON["critic"],
@@ -142,7 +142,13 @@ def evaluate(my_estimator, suite: str = "quick", *, name: str | None = None, bas
         c = claim(d, prepared.config_dict(), resume=True)   # the same run again: kept or continued
         if c.mode != "complete":
             run_sample(prepared, c, progress=progress, plot=False)
+        else:
+            kept.append(d.name)
         run_dirs.append(d)
+    if kept and show:
+        # an estimator changed since is not re-run: say so rather than rank old numbers silently
+        print(f"kept {len(kept)} complete run(s) already in {out_dir} (not re-run: pass another out, or delete "
+              "them, after changing the estimator)")
     board, _ = build([base, *run_dirs])
     mine = board[board["estimator"] == est_name]
     keys = {(r["task"], r["task_params"], r["n"], r["schedule"]) for _, r in mine.iterrows()}
@@ -162,6 +168,11 @@ def format_ranking(board, est_name: str) -> str:
             continue
         r = me.iloc[0]
         label = f"{task}" + (f" ({params})" if params else "") + f", n = {n}, MI {sched} bits"
+        if total == 1:
+            # nothing to rank against: no committed baseline has this setup (yet)
+            lines.append(f"{label}: {est_name} has no baselines to rank against here (MSE averaged over levels "
+                         f"{r['rank_score']:.3f} bits², {r['seconds']:.2f} s per estimate)")
+            continue
         lines.append(f"{label}: {est_name} ranks {int(r['rank'])} of {total} (MSE averaged over levels "
                      f"{r['rank_score']:.3f} bits², {r['seconds']:.2f} s per estimate)")
         for _, o in ranks.iterrows():

@@ -250,18 +250,19 @@ def estimate_rows(runs) -> list[dict]:
     return out
 
 
-def write_views(board, out, rows=None) -> list[Path]:
+def write_views(board, out, rows=None, prefix: str = "") -> list[Path]:
     """The reference views next to a leaderboard: ``families.csv`` / ``.md``, ``outliers.csv``,
-    ``heatmap.png`` and, with per-seed ``rows``, ``statuses.csv``."""
+    ``heatmap.png`` and, with per-seed ``rows``, ``statuses.csv``; each name after ``prefix`` (so that the
+    views of two leaderboards in one directory do not overwrite each other)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     table = family_table(board)
-    written = [out / "families.csv", out / "families.md", out / "outliers.csv"]
+    written = [out / f"{prefix}families.csv", out / f"{prefix}families.md", out / f"{prefix}outliers.csv"]
     table.to_csv(written[0], index=False, float_format="%.6g")
     written[1].write_text(family_markdown(table))
     outliers(board).to_csv(written[2], index=False)
-    written.append(heatmap(board, out / "heatmap.png"))
+    written.append(heatmap(board, out / f"{prefix}heatmap.png"))
     if rows is not None:
-        status_accuracy(rows).to_csv(out / "statuses.csv", index=False, float_format="%.4g")
-        written.append(out / "statuses.csv")
+        status_accuracy(rows).to_csv(out / f"{prefix}statuses.csv", index=False, float_format="%.4g")
+        written.append(out / f"{prefix}statuses.csv")
     return written

@@ -33,7 +33,8 @@ def _leaderboard_parser(sub) -> None:
     p.add_argument("--families", action="store_true",
                    help="also write the reference views next to the CSV: the ranking per data family "
                         "(families.csv / .md), the estimator x task heatmap of the error (heatmap.png), the "
-                        "outliers (outliers.csv) and how often each status was right (statuses.csv)")
+                        "outliers (outliers.csv) and how often each status was right (statuses.csv); named after "
+                        "the CSV (NAME_families.csv) unless it is leaderboard.csv")
     p.set_defaults(func=cmd_leaderboard)
 
 
@@ -52,7 +53,9 @@ def cmd_leaderboard(args) -> int:
     if args.families:
         from mibench.analysis.reference import estimate_rows, write_views
 
-        paths += write_views(board, Path(args.output).parent, rows=estimate_rows(col.runs))
+        stem = Path(args.output).stem         # leaderboard.csv -> families.csv; mine.csv -> mine_families.csv
+        paths += write_views(board, Path(args.output).parent, rows=estimate_rows(col.runs),
+                             prefix="" if stem == "leaderboard" else f"{stem}_")
     print(f"{len(board)} rows from {len(col.runs)} runs -> " + ", ".join(map(str, paths)))
     top = board[board["rank"] == 1].drop_duplicates(["task", "task_params", "critic", "layers", "hidden",
                                                      "batch_size", "steps", "schedule"])

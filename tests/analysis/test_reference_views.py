@@ -151,3 +151,24 @@ def test_reference_readme_coverage_is_the_committed_cells():
     m = re.search(r"\*\*Coverage so far\*\*[^:]*: ([\d,]+) of the ([\d,]+) cells", text)
     assert m, "results/reference/README.md has no 'Coverage so far' line"
     assert (int(m[1].replace(",", "")), int(m[2].replace(",", ""))) == (c["complete"], c["cells"])
+
+
+def test_views_of_two_leaderboards_in_one_directory_do_not_overwrite_each_other(tmp_path, capsys):
+    """`mibench leaderboard RUNS -o DIR/a.csv --families` wrote DIR/families.csv etc. whatever the CSV's name,
+    so a second board in DIR replaced the first one's views."""
+    import shutil
+    from pathlib import Path
+
+    from mibench.cli import main
+
+    sweep = Path(__file__).resolve().parents[2] / "results" / "reference" / "sweep"
+    cells = sorted(p.parent for p in sweep.glob("student-identity-5-5-2_*/summary.csv"))[:3]
+    for c in cells:
+        shutil.copytree(c, tmp_path / "runs" / c.name)
+    assert main(["leaderboard", str(tmp_path / "runs"), "-o", str(tmp_path / "out" / "leaderboard.csv"),
+                 "--families"]) == 0
+    assert main(["leaderboard", str(tmp_path / "runs" / cells[0].name), "-o", str(tmp_path / "out" / "one.csv"),
+                 "--families"]) == 0
+    out = tmp_path / "out"
+    assert (out / "one_families.csv").is_file() and (out / "one_heatmap.png").is_file()
+    assert len(pd.read_csv(out / "families.csv")) == 3 and len(pd.read_csv(out / "one_families.csv")) == 1

@@ -225,6 +225,9 @@ def test_evaluate_ranks_next_to_baselines(tmp_path, capsys):
     assert f"{me} ranks 2 of 2" in text
     ranks = dict(zip(board["estimator"], board["rank"]))
     assert ranks == {"gaussian": 1, me: 2}
+    assert "kept" not in text
+    mibench.evaluate(zero, "quick", baselines=base, out=tmp_path / "mine", timeout=None, progress=False)
+    assert "kept 1 complete run(s) already in" in capsys.readouterr().out     # was: old numbers, silently
     with pytest.raises(MibenchError, match="unknown suite"):
         mibench.evaluate(zero, "nope")
 
