@@ -260,9 +260,13 @@ def _sample_estimate(obj, xa, ya, settings: EstimateSettings, base: dict, t_star
         status, used["implausible"] = flag
         mi = math.nan if status == "failed_fit" else mi
     scale = settings.scale
+    # a trained estimator's own split and standard error (its ``last``), where it gives them
+    last = getattr(obj, "last", None)
+    last = last if isinstance(last, dict) else {}
+    split = {k: int(last[k]) for k in ("n_train", "n_test") if isinstance(last.get(k), int)}
     return EstimateResult(mi=mi * scale, mi_raw=raw * scale, clipped=raw < 0, status=status,
                           seconds=time.perf_counter() - t_start, n_parameters=int(getattr(obj, "n_parameters", 0) or 0),
-                          settings=used, **base)
+                          settings=used, mi_stderr=stderr_of(obj) * scale, **{**base, **split})
 
 
 def _critic_estimate(xa, ya, settings: EstimateSettings, sizes: SizedTraining, base: dict,

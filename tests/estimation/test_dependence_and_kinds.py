@@ -76,3 +76,5 @@ def test_generative_estimator_runs_through_estimate(pairs):
     res = mibench.estimate(x, y, estimator="doe-flow", units="nats")
     # a trained estimator assesses itself (estimators.trained.assess)
     assert res.status in ("converged", "still_improving", "overfit") and math.isfinite(res.mi) and res.n_parameters > 0
+    # its own split, not the whole sample as training pairs and none held out (as before)
+    assert res.n_test > 0 and res.n_train + res.n_test < len(x)
