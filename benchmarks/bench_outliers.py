@@ -26,7 +26,7 @@ the truth:
   part grows with the dimension and the MI is their small difference.
 * ``minde-c-budget``: ``minde-c`` on the 2-pair Gaussian 5 x 5 (for it the same task as its normal-CDF and
   half-cube versions) and the Student-t 5 x 5 at its default 2,000 steps of 256 and at the MINDE authors'
-  9,300 steps of 128: a gap that closes with the budget is the default's, not a defect.
+  9,300 steps of 128: how much of the gap the budget closes.
 """
 from __future__ import annotations
 

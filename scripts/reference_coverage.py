@@ -62,24 +62,22 @@ def coverage(sweep: Path) -> dict:
     cells = manifest["cells"]
     per_cell: dict = defaultdict(list)      # (estimator, task) -> seconds per estimate
     per_bmi: dict = defaultdict(list)       # estimator -> seconds per estimate on BMI tasks
-    tasks: Counter = Counter()
+    tasks: dict = defaultdict(set)          # task -> estimators with a complete cell
     compute = 0.0
-    complete = 0
+    done = set()                            # cells complete by their own record (as the sweep's plan decides)
     for cell in cells:
-        if cell["status"] != "complete":
-            continue
         path = sweep / cell["dir"] / "config.json"
         record = json.loads(path.read_text()) if path.exists() else {}
         if record.get("status") != "complete":
             continue
-        complete += 1
+        done.add(cell["dir"])
         est, task = cell["config"]["estimators"][0], cell["config"]["task"]
         wall = float(record.get("wall_seconds") or 0.0)
         compute += wall
         per_cell[est, task].append(wall / _estimates(cell["config"]))
         if _is_bmi(task):
             per_bmi[est].append(wall / _estimates(cell["config"]))
-        tasks[task] += 1
+        tasks[task].add(est)
     n_estimators = len({c["config"]["estimators"][0] for c in cells})
     bmi_median = {e: statistics.median(v) for e, v in per_bmi.items()}
     setup = _setup_seconds()
@@ -100,7 +98,7 @@ def coverage(sweep: Path) -> dict:
     remaining: Counter = Counter()
     left: Counter = Counter()
     for cell in cells:
-        if cell["status"] == "complete":
+        if cell["dir"] in done:
             continue
         est, task = cell["config"]["estimators"][0], cell["config"]["task"]
         part = "BMI" if _is_bmi(task) else "images and text"
@@ -108,8 +106,8 @@ def coverage(sweep: Path) -> dict:
         left[part] += 1
     slowest = sorted(((statistics.median(v), e) for e, v in per_bmi.items()), reverse=True)[:6]
     return {
-        "cells": len(cells), "complete": complete, "estimators": n_estimators,
-        "tasks_all": sorted(t for t, n in tasks.items() if n >= n_estimators),
+        "cells": len(cells), "complete": len(done), "estimators": n_estimators,
+        "tasks_all": sorted(t for t, ests in tasks.items() if len(ests) >= n_estimators),
         "tasks_touched": len(tasks), "compute_hours": compute / 3600,
         "slowest": [(e, s) for s, e in slowest],
         "slices": [inv for inv in manifest.get("invocations", []) if "wall_seconds" in inv],

@@ -21,6 +21,7 @@ are.
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 import time
 import warnings
@@ -263,7 +264,7 @@ def _sample_estimate(obj, xa, ya, settings: EstimateSettings, base: dict, t_star
     # a trained estimator's own split and standard error (its ``last``), where it gives them
     last = getattr(obj, "last", None)
     last = last if isinstance(last, dict) else {}
-    split = {k: int(last[k]) for k in ("n_train", "n_test") if isinstance(last.get(k), int)}
+    split = {k: int(last[k]) for k in ("n_train", "n_test") if isinstance(last.get(k), numbers.Integral)}
     return EstimateResult(mi=mi * scale, mi_raw=raw * scale, clipped=raw < 0, status=status,
                           seconds=time.perf_counter() - t_start, n_parameters=int(getattr(obj, "n_parameters", 0) or 0),
                           settings=used, mi_stderr=stderr_of(obj) * scale, **{**base, **split})

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from mibench.estimation.readout import full_matrix_value
+from mibench.estimators.trained import MIN_EVALUATIONS
 
 EVAL_BLOCK = 125      # held-out blocks have at most EVAL_BLOCK pairs
 SELECTION_MAX_PAIRS = 16_000   # the evaluations that choose the checkpoint read at most this many held-out pairs
@@ -220,16 +221,13 @@ def _outcome(net, head, data: HeldOutData, loop: LoopSettings, buf: torch.Tensor
     return TrainingOutcome(raw, se, best_step, status, curve, train_est, diverged_at, step, state.held)
 
 
-#: the fewest held-out evaluations from which a status judges the training curve (fewer: ``not_assessed``)
-MIN_EVALUATIONS = 4
-
 
 def _status(held, best, stop, diverged_at, raw, se) -> str:
     if diverged_at is not None and stop == "diverged":
         return "diverged"
     if len(held) < MIN_EVALUATIONS:
-        return "not_assessed"       # too few held-out evaluations to tell a plateau from a rise
-    if stop == "budget" and len(held) >= 4 and best[2] > held[int(0.75 * len(held))][0]:
+        return "too_few_evaluations"    # too few held-out evaluations to tell a plateau from a rise
+    if stop == "budget" and best[2] > held[int(0.75 * len(held))][0]:
         return "still_increasing"   # checked first: a value still rising at the budget's end may be low for that reason
     if not math.isfinite(raw) or raw <= 2 * se:
         return "no_dependence_detected"

@@ -88,8 +88,7 @@ KSG_BRUTE_ABOVE = 12
 #: 2-pair Gaussians at 1.47 bits the bias leaves 10% between 3 and 5 dimensions a side (docs/estimators.md)
 KSG_RELIABLE_SIDE_DIMS = 3
 #: ``ksg`` reports ``tied_values`` where a column has fewer distinct values than this share of the rows: its
-#: neighbour counts assume continuous data, and the 1e-10 jitter orders ties arbitrarily (on sign-binarised
-#: Gaussians it read 0.63 bits where the plug-in reads 0.18)
+#: neighbour counts assume continuous data, and the 1e-10 jitter orders ties arbitrarily (docs/estimators.md)
 KSG_MIN_DISTINCT_SHARE = 0.5
 #: ``histogram`` reports ``few_pairs_per_bin`` where the plug-in's first-order bias on independent data,
 #: (bins - 1)^2 / (2 n) nats (Miller 1955; Paninski 2003 §3), exceeds this

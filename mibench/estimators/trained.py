@@ -136,23 +136,24 @@ STILL_IMPROVING_SHARE = 0.1
 #: a readout on training pairs above the held-out one by more than max(this, ``OVERFIT_RELATIVE`` x the
 #: held-out value) nats shows models fitted to their training pairs
 OVERFIT_NATS, OVERFIT_RELATIVE = 0.1, 0.25
-#: the fewest validation evaluations of a network from which :func:`assess` judges its curve
+#: the fewest held-out (validation) evaluations from which a status judges a training curve, here and for
+#: the critics (:mod:`mibench.estimation.training`); fewer: ``too_few_evaluations``
 MIN_EVALUATIONS = 4
 
 
 def assess(best: dict, held_out: float, on_training: float | None = None) -> tuple[str, str]:
     """(status, reason) of a trained estimate from its own diagnostics: ``still_improving`` (a network's
     validation loss was still falling at the end of training: more steps may change the number),
-    ``overfit`` (the readout on training pairs far above the held-out one), ``not_assessed`` where a network
-    has fewer than :data:`MIN_EVALUATIONS` validation evaluations (too few to judge its curve), else
-    ``converged``."""
-    too_few = ""
+    ``overfit`` (the readout on training pairs far above the held-out one), else ``converged``; first of all
+    ``too_few_evaluations`` where a network has fewer than :data:`MIN_EVALUATIONS` validation evaluations (too
+    few to judge its curve), as for the critics."""
     for key, b in best.items():
         losses = [v for _, v in b.curve if math.isfinite(v)]
-        if len(losses) < MIN_EVALUATIONS or not b.curve:
-            too_few = too_few or (f"{key} has {len(losses)} validation evaluation(s), too few to judge its training: "
-                                  "pass more steps or a smaller eval_every")
-            continue
+        if len(losses) < MIN_EVALUATIONS:
+            return "too_few_evaluations", (f"{key} has {len(losses)} validation evaluation(s), too few to judge its "
+                                           "training: pass more steps or a smaller eval_every")
+    for key, b in best.items():
+        losses = [v for _, v in b.curve if math.isfinite(v)]
         quarter = int(0.75 * len(losses))
         fall = losses[0] - min(losses)
         late = losses[quarter] - min(losses[quarter:])
@@ -164,8 +165,6 @@ def assess(best: dict, held_out: float, on_training: float | None = None) -> tup
         if gap > max(OVERFIT_NATS, OVERFIT_RELATIVE * abs(held_out)):
             return "overfit", (f"the readout on training pairs is {gap:.3g} nats above the held-out one: the models "
                                "fitted their training pairs; more data or fewer steps may change the number")
-    if too_few:
-        return "not_assessed", too_few
     return "converged", ""
 
 
