@@ -31,7 +31,7 @@ git add results/reference/sweep/sweep.json
 mibench leaderboard results/reference/sweep -o results/reference/leaderboard.csv --families > /dev/null
 git add results/reference/leaderboard.csv results/reference/leaderboard.md results/reference/leaderboard.meta.json \
     results/reference/families.csv results/reference/families.md results/reference/outliers.csv \
-    results/reference/statuses.csv results/reference/heatmap.png
+    results/reference/statuses.csv results/reference/statuses_by_estimator.csv results/reference/heatmap.png
 # README's and docs/estimators.md's "Which estimator?" rows follow the rebuilt families.csv
 python scripts/which_estimator.py
 git add README.md docs/estimators.md

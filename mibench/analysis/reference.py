@@ -146,12 +146,13 @@ def outliers(board, factor: float = OUTLIER_FACTOR):
     return pd.DataFrame(out, columns=["family", "estimator", "what", "detail"])
 
 
-def status_accuracy(rows):
+def status_accuracy(rows, by: tuple = ()):
     """How often each status was right, from per-seed rows (``status``, ``mi_status``, ``estimate`` and
     ``true_mi`` in bits): a trusting status (:data:`TRUSTING`) is right when the estimate is within
     max(:data:`RIGHT_BITS`, :data:`RIGHT_RELATIVE` x truth) of the truth; a warning status (any other, the
     plausibility rule's included) is right when it is not.  Seeds without an estimate (an error, a timeout, a
-    non-finite value) have no status to judge and are left out."""
+    non-finite value) have no status to judge and are left out.  ``by``: row fields to split the table by
+    (e.g. ``("estimator",)``: how far each estimator's own ``converged`` can be trusted)."""
     import pandas as pd
 
     out = {}
@@ -163,13 +164,15 @@ def status_accuracy(rows):
         close = math.isfinite(est) and abs(est - truth) <= max(RIGHT_BITS, RIGHT_RELATIVE * truth)
         trusting = status in TRUSTING
         right = close if trusting else not close
-        s = out.setdefault(status, {"status": status, "claims": "usable" if trusting else "warns", "estimates": 0,
-                                    "right": 0})
+        key = (*(str(r.get(f, "")) for f in by), status)
+        s = out.setdefault(key, {**dict(zip(by, key)), "status": status, "claims": "usable" if trusting else "warns",
+                                 "estimates": 0, "right": 0})
         s["estimates"] += 1
         s["right"] += int(right)
-    table = pd.DataFrame(list(out.values()), columns=["status", "claims", "estimates", "right"])
+    table = pd.DataFrame(list(out.values()), columns=[*by, "status", "claims", "estimates", "right"])
     table["share_right"] = table["right"] / table["estimates"].clip(lower=1)
-    return table.sort_values(["claims", "estimates"], ascending=[False, False]).reset_index(drop=True)
+    return table.sort_values([*by, "claims", "estimates"], ascending=[True] * len(by) + [False, False],
+                             kind="mergesort").reset_index(drop=True)
 
 
 def heatmap(board, path, clip_bits: float = 2.0) -> Path:
@@ -252,8 +255,9 @@ def estimate_rows(runs) -> list[dict]:
 
 def write_views(board, out, rows=None, prefix: str = "") -> list[Path]:
     """The reference views next to a leaderboard: ``families.csv`` / ``.md``, ``outliers.csv``,
-    ``heatmap.png`` and, with per-seed ``rows``, ``statuses.csv``; each name after ``prefix`` (so that the
-    views of two leaderboards in one directory do not overwrite each other)."""
+    ``heatmap.png`` and, with per-seed ``rows``, ``statuses.csv`` and ``statuses_by_estimator.csv``; each
+    name after ``prefix`` (so that the views of two leaderboards in one directory do not overwrite each
+    other)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     table = family_table(board)
@@ -264,5 +268,7 @@ def write_views(board, out, rows=None, prefix: str = "") -> list[Path]:
     written.append(heatmap(board, out / f"{prefix}heatmap.png"))
     if rows is not None:
         status_accuracy(rows).to_csv(out / f"{prefix}statuses.csv", index=False, float_format="%.4g")
-        written.append(out / f"{prefix}statuses.csv")
+        status_accuracy(rows, by=("estimator",)).to_csv(out / f"{prefix}statuses_by_estimator.csv", index=False,
+                                                        float_format="%.4g")
+        written += [out / f"{prefix}statuses.csv", out / f"{prefix}statuses_by_estimator.csv"]
     return written

@@ -33,8 +33,9 @@ def _leaderboard_parser(sub) -> None:
     p.add_argument("--families", action="store_true",
                    help="also write the reference views next to the CSV: the ranking per data family "
                         "(families.csv / .md), the estimator x task heatmap of the error (heatmap.png), the "
-                        "outliers (outliers.csv) and how often each status was right (statuses.csv); named after "
-                        "the CSV (NAME_families.csv) unless it is leaderboard.csv")
+                        "outliers (outliers.csv) and how often each status was right (statuses.csv, "
+                        "statuses_by_estimator.csv); named after the CSV (NAME_families.csv) unless it is "
+                        "leaderboard.csv")
     p.set_defaults(func=cmd_leaderboard)
 
 

@@ -61,6 +61,9 @@ def test_status_accuracy_counts_right_and_wrong_claims():
     assert t.loc["converged", "estimates"] == 2 and t.loc["converged", "right"] == 1
     assert t.loc["still_improving", "right"] == 1 and t.loc["failed_fit", "right"] == 1
     assert "error" not in t.index          # no estimate, no status to judge (was: a "right" warning)
+    rows = [{**r, "estimator": e} for r, e in zip(rows, ("a", "b", "a", "a", "a"))]
+    per = R.status_accuracy(rows, by=("estimator",)).set_index(["estimator", "status"])
+    assert per.loc[("a", "converged"), "right"] == 1 and per.loc[("b", "converged"), "right"] == 0
 
 
 def test_an_estimator_missing_a_task_of_the_family_ranks_after_those_with_all():
