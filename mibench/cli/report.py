@@ -10,7 +10,7 @@ def register_cli(subparsers) -> None:
     p = subparsers.add_parser(
         "report", help=HELP,
         description="Write a self-contained leaderboard page for run, sweep or results directories: SITE/index.html "
-                    "with a sortable table per setup (95%% intervals, estimator kind, seconds per estimate, status), "
+                    "with a sortable table per setup (95% intervals, estimator kind, seconds per estimate, status), "
                     "the bias / variance / MSE and staircase figures, per-estimator descriptions, the run metadata "
                     "and the commands that reproduce the results. Opens from disk (no server, no network) and "
                     "can be published as it is.")

@@ -22,7 +22,7 @@ def _leaderboard_parser(sub) -> None:
     p = sub.add_parser("leaderboard", help="aggregate runs over seeds into a ranked leaderboard (CSV + Markdown)",
                        description="Aggregate complete run directories (found recursively under RUNS: run dirs, "
                                    "sweep dirs, results/) over seeds: one row per task x estimator x critic x "
-                                   "setup x true-MI level with mean bias, variance and MSE and their 95%% "
+                                   "setup x true-MI level with mean bias, variance and MSE and their 95% "
                                    "t-intervals, ranked per setup by MSE averaged over levels.  Columns are "
                                    "documented in mibench.analysis.leaderboard.")
     p.add_argument("runs", nargs="+", metavar="RUNS", help="run or sweep directories")
@@ -110,7 +110,7 @@ def _plot_parser(sub) -> None:
     p = sub.add_parser("plot", help="figures for a run or a sweep (staircase, bias/variance/MSE, sweep curves)",
                        description="Run directory: staircase.png (EWM-smoothed estimates over the true-MI "
                                    "staircase) and metrics.png (bias / variance / MSE per estimator and level).  "
-                                   "Sweep directory: metrics_<setup>.png per setup (seeds pooled, 95%% t "
+                                   "Sweep directory: metrics_<setup>.png per setup (seeds pooled, 95% t "
                                    "intervals) and sweep_<axis>_<task>.png for every axis that varies (ds, dr, "
                                    "nuisance, critic depth / width, batch size, critic type), in <dir>/plots.")
     p.add_argument("target", metavar="RUN_OR_SWEEP")

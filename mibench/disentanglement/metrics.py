@@ -150,7 +150,39 @@ def info_table(y, z, backend="ksg", *, discrete=None, parts=("pair", "rest", "fu
     if unknown:
         raise MibenchError(f"unknown MI table parts {sorted(unknown)}; choose from {', '.join(PARTS)}")
     out = {p: table_part(y, z, be, disc, p, x=x) for p in ["pair", *[q for q in PARTS if q in parts and q != "pair"]]}
-    return InfoTable(normaliser=normalisers(y, disc), discrete=disc, backend=be.name, **out)
+    norm = normalisers(y, disc)
+    _cap_at_entropy(out, norm, disc, be.name)
+    return InfoTable(normaliser=norm, discrete=disc, backend=be.name, **out)
+
+
+#: an estimate of I(y_k; z) above H(y_k) by more than this share is reported (a warning), not only capped
+CAP_WARN_SHARE = 0.05
+
+
+class EntropyCapWarning(UserWarning):
+    """A back-end's I(y_k; z) exceeded H(y_k) for a discrete factor and was capped there."""
+
+
+def _cap_at_entropy(parts: dict, normaliser: np.ndarray, discrete: np.ndarray, backend: str) -> None:
+    """Cap I(y_k; .) at H(y_k) for discrete factors, in place: no code can carry more about a discrete factor
+    than its entropy, so a larger estimate (the Gaussian closed form on a discrete factor reads the linear
+    relation of a near-copy as several nats) is the back-end's error, and left uncapped it would make a
+    normalised score exceed 1.  A cap of more than :data:`CAP_WARN_SHARE` is a warning."""
+    import warnings
+
+    worst = 0.0
+    for name in ("pair", "rest", "full"):
+        arr = parts.get(name)
+        if arr is None:
+            continue
+        for k in np.flatnonzero(discrete):
+            row = arr[k]
+            worst = max(worst, float(np.max(row)) / normaliser[k] - 1.0)
+            arr[k] = np.minimum(row, normaliser[k])
+    if worst > CAP_WARN_SHARE:
+        warnings.warn(f"the {backend} back-end estimated I(y_k; z) up to {worst + 1:.2f} x H(y_k) for a discrete "
+                      "factor; capped at H(y_k) (the most any code can carry). For discrete factors prefer the "
+                      "histogram or ksg back-end", EntropyCapWarning, stacklevel=3)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,8 +338,9 @@ def get_mi_metric(name: str) -> MIMetric:
 
 def mi_metrics(y, z, metrics=("mig", "unibound"), backend="ksg", *, discrete=None, x=None,
                table: InfoTable | None = None) -> dict[str, float]:
-    """Several MI-based metrics from one :class:`InfoTable` (estimated once, only the parts needed)."""
-    chosen = [get_mi_metric(m) for m in metrics]
+    """Several MI-based metrics from one :class:`InfoTable` (estimated once, only the parts needed); one
+    name alone is one metric."""
+    chosen = [get_mi_metric(m) for m in ([metrics] if isinstance(metrics, str) else metrics)]
     if table is None:
         parts = {p for m in chosen for p in m.parts}
         if x is not None and "code_y" in parts:

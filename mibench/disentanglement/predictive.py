@@ -40,6 +40,9 @@ def _prepare(y, z):
     y = as_2d(y, "y (factors)", min_rows=10)
     z = as_2d(z, "z (codes)", min_rows=10)
     check_same_rows(**{"y (factors)": y, "z (codes)": z})
+    constant = np.flatnonzero(np.ptp(y, axis=0) == 0)
+    if constant.size:       # as the MI-based metrics: a constant factor has nothing to disentangle
+        raise MibenchError(f"factor {constant[0]} is constant: it cannot be disentangled; drop it")
     return y, z
 
 

@@ -270,3 +270,34 @@ def test_continuous_scores_are_unnormalised_nats():
     z = np.hstack([y + 0.5 * rng.standard_normal((3000, 1)), rng.standard_normal((3000, 1))])
     # seeds 0-4: gaussian back-end error mean +0.006, sd 0.009 -> tol 0.05
     assert M.mig(y, z, "gaussian") == pytest.approx(0.5 * math.log(1 + 1 / 0.25), abs=0.05)
+
+
+def test_a_back_end_above_a_discrete_factors_entropy_is_capped_and_reported():
+    """The Gaussian closed form read the linear relation of a near-copy of binary factors as 3.9 nats,
+    5.7 x H(y_k): MIG, UniBound and DCIMIG all read 5.67, 'normalised' scores far above 1, silently."""
+    import warnings
+
+    from mibench.disentanglement import mi_metrics
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, (1000, 2)).astype(float)
+    z = y + 0.01 * rng.normal(size=(1000, 2))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scores = mi_metrics(y, z, ["mig", "unibound", "dcimig"], backend="gaussian")
+    assert all(0.9 < v <= 1.0 for v in scores.values()), scores
+    assert any(issubclass(w.category, M.EntropyCapWarning) for w in caught)
+    assert mi_metrics(y, z, "mig", backend="histogram")["mig"] == pytest.approx(1.0, abs=0.01)   # a name alone
+
+
+@pytest.mark.parametrize("metric", ["dci", "sap", "modularity_compactness_explicitness", "almudevar_neurips",
+                                    "ridgeway_explicitness"])
+def test_a_constant_factor_is_refused_by_every_metric(metric):
+    """As mi_metrics does; dci read 0.87, almudevar_neurips 1.0 on all three, sap raised sklearn's ValueError."""
+    import mibench.disentanglement as D
+
+    rng = np.random.default_rng(0)
+    y0 = rng.integers(0, 3, 500).astype(float)
+    z = np.c_[y0 + 0.1 * rng.normal(size=500), rng.normal(size=500)]
+    with pytest.raises(MibenchError, match="factor 1 is constant"):
+        getattr(D, metric)(np.c_[y0, np.ones(500)], z)
