@@ -88,9 +88,11 @@ def compare(new, baseline, tolerance: float = 0.25, mse_floor: float = 0.05, bia
     import pandas as pd
 
     for flag, value in (("--tolerance", tolerance), ("--mse-floor", mse_floor), ("--bias-floor", bias_floor)):
-        # NaN compares false and inf makes every limit inf: either would pass every regression
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-            raise MibenchError(f"{flag} must be a finite number >= 0, got {value}")
+        # NaN compares false and inf makes every limit inf: either would pass every regression; a string
+        # shows its quotes (from Python, tolerance="0.25" is not a number)
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                and value >= 0):
+            raise MibenchError(f"{flag} must be a finite number >= 0, got {value!r}")
     metrics = tuple(m.strip().lower() for m in (metrics.split(",") if isinstance(metrics, str) else metrics))
     for m in metrics:
         if m not in ("mse", "bias"):
@@ -107,12 +109,12 @@ def compare(new, baseline, tolerance: float = 0.25, mse_floor: float = 0.05, bia
         nr = n.get(key)
         if nr is None:
             if not allow_missing:
-                regressions.append(Finding("missing", kd, detail="in the baseline but not in NEW"))
+                regressions.append(Finding("missing", kd, detail="in the baseline but not in NEW" + _nearest(key, n)))
             continue
         bdiv, ndiv = int(br["diverged_seeds"]), int(nr["diverged_seeds"])
         bm, nm = float(br["mse"]), float(nr["mse"])
         if ndiv > bdiv or (np.isfinite(bm) and not np.isfinite(nm)):
-            why = f"diverged seeds {bdiv} -> {ndiv}" + ("" if np.isfinite(nm) else ", MSE is NaN")
+            why = f"diverged seeds {bdiv} -> {ndiv}" + ("" if np.isfinite(nm) else f", MSE is {nm}")
             regressions.append(Finding("diverged", kd, bdiv, ndiv, why))
             continue
         checks = []
@@ -140,10 +142,33 @@ def _rel(b, n) -> str:
     return f"{(n - b) / abs(b):+.0%}"
 
 
+def _nearest(key: tuple, rows: dict) -> str:
+    """Where NEW has the same task, estimator and level under another setup: which fields differ (the label
+    shows only some of the key, so a missing row and a row only in NEW could print alike)."""
+    same = [i for i, c in enumerate(ROW_KEY) if c in ("task", "task_params", "estimator", "true_mi")]
+    for other in rows:
+        if all(other[i] == key[i] for i in same):
+            diff = [f"{c} {key[i]} -> {other[i]}" for i, c in enumerate(ROW_KEY) if other[i] != key[i]]
+            return f" (NEW has it with {', '.join(diff)})"
+    return ""
+
+
+#: the columns the gate reads from a leaderboard
+GATE_COLUMNS = [*ROW_KEY, "mse", "abs_bias", "diverged_seeds"]
+
+
 def _keyed(df) -> dict:
+    missing = [c for c in GATE_COLUMNS if c not in df.columns]
+    if missing:
+        raise UnreadableInput(f"a leaderboard without the columns {', '.join(missing)} cannot be gated")
     out = {}
     for _, r in df.iterrows():
         key = tuple(_norm_key(c, r[c]) for c in ROW_KEY)
+        mse, bias = float(r["mse"]), float(r["abs_bias"])
+        # an MSE or |bias| that no set of estimates can have is a damaged file, not a result to gate
+        if mse < 0 or bias < 0 or mse == math.inf or (math.isfinite(mse) and not math.isfinite(bias)):
+            raise UnreadableInput(f"a leaderboard row ({' '.join(map(str, key))}) has MSE {mse} and |bias| {bias}: "
+                                  "not a possible result (a damaged or edited file)")
         out[key] = r
     return out
 

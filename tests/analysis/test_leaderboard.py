@@ -170,6 +170,28 @@ def test_no_gate_setting_can_make_every_row_pass(tmp_path, setting, value):
         compare(_scaled(tmp_path, "worse", factor=3.0), base_csv, **{setting: value})
 
 
+def test_the_gate_says_what_differs_and_refuses_impossible_rows(tmp_path):
+    """Found by a demanding user: two sweeps differing only in lr printed 'WORSE missing' and 'only in NEW'
+    rows with the same label; a DataFrame without the gate's columns raised a bare KeyError; a string
+    tolerance was reported as 'got 0.25'; MSE -1 passed as 'better', and an infinite MSE read 'MSE is NaN'."""
+    from mibench.errors import UnreadableInput
+
+    base = build([_scaled(tmp_path, "base")])[0]
+    other_lr = base.assign(lr=base["lr"] * 100)
+    report = compare(other_lr, base)
+    missing = [f for f in report.regressions if f.kind == "missing"]
+    assert missing and all("NEW has it with lr" in f.detail for f in missing)
+    with pytest.raises(UnreadableInput, match="without the columns"):
+        compare(base.drop(columns=["task"]), base)
+    with pytest.raises(MibenchError, match="got '0.25'"):
+        compare(base, base, tolerance="0.25")
+    for mse in (-1.0, math.inf):
+        with pytest.raises(UnreadableInput, match="not a possible result"):
+            compare(base.assign(mse=mse), base)
+    with pytest.raises(UnreadableInput, match="not a possible result"):
+        compare(base.assign(abs_bias=math.nan), base)
+
+
 def test_precision_is_part_of_the_setup_and_old_csvs_read_as_fp32(tmp_path):
     root = tmp_path / "mixed"
     for seed in range(2):
