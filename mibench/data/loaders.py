@@ -30,12 +30,12 @@ def _read_idx(path: Path) -> np.ndarray:
         raise _damaged(path, exc) from None
     magic = int.from_bytes(data[0:4], "big")
     if magic >> 8 != 0x08:  # unsigned byte
-        raise MibenchError(f"{path} is not an IDX uint8 file (magic {magic:#x})")
+        raise UnreadableInput(f"{path} is not an IDX uint8 file (magic {magic:#x})")
     ndim = magic & 0xFF
     shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
     arr = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
     if arr.size != int(np.prod(shape)):
-        raise MibenchError(f"{path}: IDX payload has {arr.size} bytes, header says {shape}")
+        raise UnreadableInput(f"{path}: IDX payload has {arr.size} bytes, header says {shape}")
     return arr.reshape(shape)
 
 
@@ -45,7 +45,7 @@ def _load_mnist_cached(root: str, split: str):
     images = _read_idx(Path(root) / "mnist" / f"{prefix}-images-idx3-ubyte.gz")
     labels = _read_idx(Path(root) / "mnist" / f"{prefix}-labels-idx1-ubyte.gz")
     if len(images) != len(labels):
-        raise MibenchError(f"MNIST {split}: {len(images)} images but {len(labels)} labels")
+        raise UnreadableInput(f"MNIST {split}: {len(images)} images but {len(labels)} labels")
     images.setflags(write=False)
     labels.setflags(write=False)
     return images, labels
@@ -77,7 +77,7 @@ def _load_cifar_cached(root: str, names: tuple[str, ...]):
         lab = batch.get(b"labels", batch.get("labels"))
         data = np.asarray(data, dtype=np.uint8)
         if data.ndim != 2 or data.shape[1] != 3072:
-            raise MibenchError(f"CIFAR-10 batch {name}: data has shape {data.shape}, expected (N, 3072)")
+            raise UnreadableInput(f"CIFAR-10 batch {name}: data has shape {data.shape}, expected (N, 3072)")
         images.append(data.reshape(-1, 3, 32, 32))
         labels.append(np.asarray(lab, dtype=np.uint8))
     out = np.concatenate(images), np.concatenate(labels)
@@ -103,7 +103,7 @@ def _load_imdb_cached(path: str):
         raise _damaged(path, exc) from None
     missing = {"text", "label", "split"} - set(df.columns)
     if missing:
-        raise MibenchError(f"{path}: missing columns {sorted(missing)} (expected text,label,split,id,rating)")
+        raise UnreadableInput(f"{path}: missing columns {sorted(missing)} (expected text,label,split,id,rating)")
     return df
 
 

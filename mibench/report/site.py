@@ -346,6 +346,20 @@ def build_context(results, site: Path, command: str, title: str, figures: bool =
             "excluded": excluded_line(st for src in results.sources for _, st in src.incomplete)}
 
 
+def _check_site_dir(out: Path) -> None:
+    """``out`` must be new, empty or a page this command wrote before (``index.html`` beside ``assets/``): a
+    re-run replaces its ``figures/``, ``repro/``, ``assets/`` and ``leaderboard.csv``, which in a run or sweep
+    directory, or any other directory, would overwrite or delete what is there."""
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    if (out / "config.json").exists() or (out / "sweep.json").exists():
+        raise MibenchError(f"{out} is a run or sweep directory: write the site elsewhere (its leaderboard.csv and "
+                           "figures would be replaced)")
+    if not ((out / "index.html").is_file() and (out / "assets").is_dir()):
+        raise MibenchError(f"{out} is not empty and holds no mibench report: write the site into a new or empty "
+                           "directory")
+
+
 def write_site(paths, out, *, shown=None, title: str = "MI estimator leaderboard", command: str | None = None,
                figures: bool = True) -> Path:
     """Write the page for ``paths`` (run / sweep / results directories) into ``out``; returns
@@ -361,6 +375,7 @@ def write_site(paths, out, *, shown=None, title: str = "MI estimator leaderboard
     for p in paths:
         if p.is_dir() and out.resolve() == p.resolve():
             raise MibenchError(f"the site directory {out} is one of the result directories; choose another")
+    _check_site_dir(out)
     consistency = consistency_tables(paths, [str(s) for s in (shown or paths)])
     try:
         results = read_results(paths, shown)

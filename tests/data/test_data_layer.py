@@ -89,6 +89,20 @@ def test_checksum_mismatch_is_refused_unless_skipped(tmp_path, monkeypatch):
     assert all("MISMATCH" in r["status"] for r in rows)
 
 
+def test_a_damaged_idx_file_is_unusable_input_not_a_usage_error(tmp_path):
+    """With the checksum skipped, a gzip holding no IDX exited 2 (a usage error); docs/run-directory.md's
+    table calls a damaged data file unusable input (exit 4)."""
+    import gzip
+
+    from mibench.data.loaders import _read_idx
+    from mibench.errors import UnreadableInput
+
+    p = tmp_path / "bad-idx.gz"
+    p.write_bytes(gzip.compress(b"\x00\x00\x07\x01rest"))
+    with pytest.raises(UnreadableInput, match="not an IDX uint8 file"):
+        _read_idx(p)
+
+
 def test_cifar_accepts_any_subset_of_batches(tmp_path, monkeypatch):
     import pickle
 

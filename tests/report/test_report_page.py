@@ -128,6 +128,20 @@ def test_cli_writes_the_page_and_errors_are_one_line(tmp_path, capsys):
     assert len(err) == 1 and "no such run or sweep directory" in err[0]
     assert main(["report", str(run), "-o", str(run)]) == 2
     assert "is one of the result directories" in capsys.readouterr().err
+    # the same site again is fine; another run's or sweep's directory, or any other non-empty one, is not
+    # (it overwrote a sweep's leaderboard.csv, and a re-run deletes its figures/ repro/ assets/)
+    assert main(["report", str(run), "-o", str(tmp_path / "site"), "--no-figures"]) == 0
+    other = tmp_path / "other_run"
+    import shutil
+
+    shutil.copytree(next((REPO / "results/sample_leaderboard/sweep").glob("gaussian_infonce_*")), other)
+    capsys.readouterr()
+    assert main(["report", str(run), "-o", str(other), "--no-figures"]) == 2
+    assert "is a run or sweep directory" in capsys.readouterr().err
+    mine = tmp_path / "mine"
+    (mine / "figures").mkdir(parents=True)
+    assert main(["report", str(run), "-o", str(mine), "--no-figures"]) == 2
+    assert "holds no mibench report" in capsys.readouterr().err and (mine / "figures").is_dir()
 
 
 def test_the_page_is_built_not_committed_and_its_command_is_the_tested_one(result_dirs):
