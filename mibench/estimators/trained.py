@@ -141,6 +141,17 @@ OVERFIT_NATS, OVERFIT_RELATIVE = 0.1, 0.25
 MIN_EVALUATIONS = 4
 
 
+def per_pair_stderr(terms) -> float:
+    """The standard error of a readout that is the mean of per-pair ``terms`` (a tensor), in their units."""
+    n = terms.numel()
+    return float(terms.double().std() / n ** 0.5) if n > 1 else float("nan")
+
+
+#: a converged readout within this many of its own standard errors of zero reads ``no_dependence_detected``,
+#: as a critic's does (:mod:`mibench.estimation.training`)
+NO_DEPENDENCE_SE = 2.0
+
+
 def assess(best: dict, held_out: float, on_training: float | None = None) -> tuple[str, str]:
     """(status, reason) of a trained estimate from its own diagnostics: ``still_improving`` (a network's
     validation loss was still falling at the end of training: more steps may change the number),
@@ -370,6 +381,10 @@ class HeldOutEstimator(MemberTraining):
             k = min(xtr.shape[0], xte.shape[0])      # the same readout on as many training pairs
             on_training, _ = self.readout(models, xtr[:k], ytr[:k])
         self.status, reason = assess(best, value, on_training)
+        se = float(details.get("stderr", float("nan")))
+        if self.status == "converged" and math.isfinite(se) and value <= NO_DEPENDENCE_SE * se:
+            self.status, reason = "no_dependence_detected", (f"{value:.3g} nats is within {NO_DEPENDENCE_SE:g} "
+                                                            f"standard errors ({se:.3g}) of zero")
         self.record({**details, "train_readout": on_training, **({"status_reason": reason} if reason else {})},
                     best, (xtr, xva, xte), device)
         return value

@@ -65,3 +65,19 @@ def test_a_critic_trained_for_a_few_evaluations_says_so():
     x = rng.standard_normal((2000, 1))
     y = x ** 2 + 0.1 * rng.standard_normal((2000, 1))
     assert mibench.estimate(x, y, estimator="infonce", steps=1).status == "too_few_evaluations"
+
+
+def test_a_density_readout_within_its_noise_of_zero_reads_no_dependence():
+    """doe-flow on independent pairs read -0.009 bits with status `converged` and no standard error, where a
+    critic says `no_dependence_detected`: the density estimators now give the per-pair standard error of
+    their readout, and a converged value within 2 of them of zero says so."""
+    import math
+
+    import mibench
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2000, 2))
+    res = mibench.estimate(x, rng.standard_normal((2000, 2)), estimator="doe-flow", steps=600)
+    assert res.status == "no_dependence_detected" and 0 < res.mi_stderr < 0.1 and res.mi >= 0
+    dep = mibench.estimate(x, x + rng.standard_normal((2000, 2)), estimator="gm-flow", steps=600)
+    assert dep.status != "no_dependence_detected" and math.isfinite(dep.mi_stderr) and dep.mi > 5 * dep.mi_stderr

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from mibench.estimators.generative.base import DensityModelEstimator, ZukoFlowSettings
+from mibench.estimators.trained import per_pair_stderr
 
 
 class DoEFlow(DensityModelEstimator):
@@ -31,6 +32,8 @@ class DoEFlow(DensityModelEstimator):
         return -model.log_prob(y, x if key == "conditional" else None)
 
     def readout(self, models, x, y):
-        h_y = -float(models["marginal"].log_prob(y).double().mean())
-        h_y_given_x = -float(models["conditional"].log_prob(y, x).double().mean())
-        return h_y - h_y_given_x, {"h_y": h_y, "h_y_given_x": h_y_given_x}
+        log_y = models["marginal"].log_prob(y).double()
+        log_y_given_x = models["conditional"].log_prob(y, x).double()
+        h_y, h_y_given_x = -float(log_y.mean()), -float(log_y_given_x.mean())
+        return h_y - h_y_given_x, {"h_y": h_y, "h_y_given_x": h_y_given_x,
+                                   "stderr": per_pair_stderr(log_y_given_x - log_y)}

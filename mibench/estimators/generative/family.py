@@ -14,6 +14,7 @@ import torch
 from mibench.estimators.generative.base import DensityModelEstimator, ZukoFlowSettings
 from mibench.estimators.generative.flows import ConditionalGaussian
 from mibench.estimators.kinds import ESTIMATE, UPPER_BOUND
+from mibench.estimators.trained import per_pair_stderr
 
 LOG_2PI_E = math.log(2 * math.pi * math.e)
 
@@ -77,8 +78,10 @@ class BarberAgakovFlow(_ConditionalModel):
 
     def readout(self, models, x, y):
         h_y = gaussian_entropy(y)
-        h_y_given_x = -float(models["conditional"].log_prob(y, x).double().mean())
-        return h_y - h_y_given_x, {"h_y_gaussian": h_y, "h_y_given_x": h_y_given_x}
+        log_q = models["conditional"].log_prob(y, x).double()
+        h_y_given_x = -float(log_q.mean())
+        # the standard error of the conditional term (H(Y)'s closed form is taken as exact)
+        return h_y - h_y_given_x, {"h_y_gaussian": h_y, "h_y_given_x": h_y_given_x, "stderr": per_pair_stderr(log_q)}
 
 
 class GMFlow(DensityModelEstimator):
@@ -97,8 +100,10 @@ class GMFlow(DensityModelEstimator):
         return -model.log_prob(torch.cat([x, y], dim=1) if data is None else data)
 
     def readout(self, models, x, y):
-        h = {key: float(self.loss(key, m, x, y).double().mean()) for key, m in models.items()}
-        return h["x"] + h["y"] - h["joint"], {f"h_{k}": v for k, v in h.items()}
+        nll = {key: self.loss(key, m, x, y).double() for key, m in models.items()}
+        h = {key: float(v.mean()) for key, v in nll.items()}
+        return h["x"] + h["y"] - h["joint"], {**{f"h_{k}": v for k, v in h.items()},
+                                              "stderr": per_pair_stderr(nll["x"] + nll["y"] - nll["joint"])}
 
 
 class CLUBGaussian(_ConditionalModel):
