@@ -37,7 +37,7 @@ def register_cli(subparsers) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--backends", default=",".join(DEFAULT_BACKENDS),
-                   help="comma-separated MI back-ends: histogram[:<bins>], ksg[:<k>], gaussian, posterior, "
+                   help="comma-separated MI back-ends: histogram[-<bins>], ksg[-<k>], gaussian, posterior, "
                         "neural:<estimator>[:<critic>] (slow: one training per MI term)")
     p.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
                    help="comma-separated MI-based metrics: " + ", ".join(MI_METRICS))

@@ -235,6 +235,7 @@ def parameters_of(obj) -> dict:
 def _sample_estimate(obj, xa, ya, settings: EstimateSettings, base: dict, t_start: float) -> EstimateResult:
     """A black-box or generative estimator: one call on the arrays as given."""
     from mibench.estimation.dependence import deterministic_dependence
+    from mibench.utils.checks import estimate_value
     from mibench.utils.device import resolve_device
 
     device = resolve_device(settings.device)
@@ -242,11 +243,7 @@ def _sample_estimate(obj, xa, ya, settings: EstimateSettings, base: dict, t_star
     reason = deterministic_dependence(xa, ya, np.arange(xa.shape[0]))
     if reason:
         return _deterministic_result(reason, base, t_start, {})
-    raw = obj.estimate(xa, ya, seed=settings.seed)
-    try:
-        raw = float(raw)
-    except (TypeError, ValueError):
-        raise MibenchError(f"estimator {base['estimator']!r} returned {type(raw).__name__}, not a number") from None
+    raw = estimate_value(obj.estimate(xa, ya, seed=settings.seed), f"estimator {base['estimator']!r}")
     if not math.isfinite(raw):
         raise MibenchError(f"estimator {base['estimator']!r} returned {raw}")
     from mibench.estimation.plausibility import implausible, pairs_read, stderr_of

@@ -35,7 +35,7 @@ def load_object(spec: str):
                            "PYTHONPATH?)") from None
     except MibenchError:
         raise
-    except Exception as e:  # the plug-in's own import failed
+    except (Exception, SystemExit) as e:  # the plug-in's own import failed (a sys.exit() in it too)
         raise MibenchError(f"plug-in {spec!r}: importing {module_name!r} failed: {type(e).__name__}: {e}") from None
     obj = module
     for part in attr_path.split("."):
@@ -57,7 +57,7 @@ def entry_for(name: str, obj, description: str | None, origin: str) -> Entry:
         factory = factory_for(obj, name)      # builds one to check it is an estimator
     except MibenchError:
         raise
-    except Exception as e:  # the plug-in's constructor failed
+    except (Exception, SystemExit) as e:  # the plug-in's constructor failed
         raise MibenchError(f"plug-in {name!r} could not be built: {type(e).__name__}: {e}") from None
     desc = description or _describe(obj, "plug-in estimator")
     return Entry(name, f"{factory.kind} plug-in ({origin}): {desc}", factory)
@@ -94,7 +94,7 @@ def load_entry_point(ep) -> Entry:
         raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}): module {e.name!r} not found") from None
     except AttributeError as e:
         raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}): {e}") from None
-    except Exception as e:
+    except (Exception, SystemExit) as e:
         raise MibenchError(f"plug-in {ep.name!r} (entry point {ep.value!r}) failed to load: "
                            f"{type(e).__name__}: {e}") from None
     return entry_for(ep.name, obj, None, f"entry point {ep.value}")

@@ -110,6 +110,8 @@ def load_features_file(path) -> tuple[np.ndarray, np.ndarray, str]:
     if feats.ndim < 1 or feats.shape[0] != labels.shape[0]:
         raise MibenchError(f"features file {p.name}: 'features' has {feats.shape[0] if feats.ndim else 0} rows "
                            f"but 'labels' has {labels.shape[0]}")
+    if feats.shape[0] == 0:
+        raise MibenchError(f"features file {p.name}: 'features' and 'labels' have no rows")
     feats = feats.reshape(feats.shape[0], -1).astype(np.float32)
     if feats.shape[1] < 1:
         raise MibenchError(f"features file {p.name}: 'features' has no columns")

@@ -256,3 +256,15 @@ def check_fields(data: dict, types: dict, where: str) -> dict:
         else:
             out[key] = check_value_type(value, expected, f"{where}: {key}")
     return out
+
+
+def estimate_value(raw, who: str) -> float:
+    """An estimator's return value as a float: a real number, a 0-d array or tensor; a string, a bool or
+    anything else is refused in one line (``float("1.5")`` and ``float(True)`` would pass as estimates)."""
+    if hasattr(raw, "detach") and hasattr(raw, "cpu"):          # a torch tensor, without importing torch
+        raw = raw.detach().cpu().numpy()
+    if isinstance(raw, np.ndarray) and raw.ndim == 0:
+        raw = raw[()]
+    if isinstance(raw, (bool, np.bool_)) or not isinstance(raw, (int, float, np.integer, np.floating)):
+        raise MibenchError(f"{who} returned {type(raw).__name__} {raw!r:.40}, not a number")
+    return float(raw)

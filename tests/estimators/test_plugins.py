@@ -102,6 +102,16 @@ def test_unknown_plugins_are_one_line_errors(capsys):
     assert len(err) == 1 and "no_such_pkg_xyz" in err[0]
 
 
+def test_a_plugin_that_exits_on_import_is_one_line(tmp_path, monkeypatch, capsys):
+    """A plug-in module calling sys.exit() on import ended `mibench run` with its exit code, printing nothing
+    and creating no run directory."""
+    (tmp_path / "exits_on_import_xyz.py").write_text("import sys\nsys.exit(5)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["run", "--estimator", "exits_on_import_xyz:Est", "--n", "100", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "importing 'exits_on_import_xyz' failed: SystemExit: 5" in err[0]
+
+
 def test_streaming_refuses_sample_only_estimators(capsys):
     assert main(["run", "--estimator", "ksg", "--steps", "10"]) == 2
     err = capsys.readouterr().err

@@ -322,3 +322,33 @@ def test_worker_does_not_rerun_a_script_without_a_main_guard(tmp_path):
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert "STATUS ok" in proc.stdout, proc.stderr[-2000:]
     assert proc.stdout.count("SCRIPT STARTS") == 1
+
+
+def test_in_process_estimators_get_their_own_arrays_and_must_return_numbers(tmp_path):
+    """A plug-in that zeroed x in place made the next estimator of the run read 0.0 bits, status ok; one
+    returning "1.5" or True was recorded as 2.16 / 1.44 bits."""
+    import mibench
+
+    class Mutator:
+        kind, n_parameters = "black-box", 0
+
+        def estimate(self, x, y, *, seed=0):
+            x[:] = 0.0
+            return 0.5
+
+    class Text:
+        kind, n_parameters = "black-box", 0
+
+        def estimate(self, x, y, *, seed=0):
+            return "1.5"
+
+    names = [mibench.register_estimator("mutator-test", Mutator(), replace=True),
+             mibench.register_estimator("text-test", Text(), replace=True), "gaussian"]
+    res = run_sample(SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=names, mi=1, n=400,
+                                  seeds=[0], timeout=None), out_dir=tmp_path / "r", plot=False)
+    rows = {r["estimator"]: r for r in res.rows}
+    assert rows["gaussian"]["status"] == "ok" and rows["gaussian"]["estimate"] > 0.5      # the truth is 1 bit
+    assert rows["text-test"]["status"] != "ok" and "not a number" in rows["text-test"]["error"]
+    with pytest.raises(MibenchError, match="not a number"):
+        rng = np.random.default_rng(0)
+        mibench.estimate(rng.normal(size=(100, 1)), rng.normal(size=(100, 1)), estimator="text-test")

@@ -132,6 +132,7 @@ def test_undecodable_classes_are_refused(tmp_path):
     ("not_npz", "not an .npz archive"),
     ("rows", "rows"),
     ("nan", "NaN"),
+    ("empty", "have no rows"),          # was: numpy's reshape ValueError
 ])
 def test_bad_files_one_line(tmp_path, case, match):
     path = tmp_path / "f.npz"
@@ -151,6 +152,8 @@ def test_bad_files_one_line(tmp_path, case, match):
     elif case == "nan":
         feats[0, 0] = np.nan
         np.savez(path, features=feats, labels=np.array([0, 1] * 5))
+    elif case == "empty":
+        np.savez(path, features=np.zeros((0, 3)), labels=np.zeros(0, int))
     with pytest.raises(MibenchError, match=match) as exc:
         make_task(f"features:{path}")
     assert "\n" not in str(exc.value)

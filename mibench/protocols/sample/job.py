@@ -15,9 +15,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from mibench.errors import MibenchError, one_line
+from mibench.errors import one_line
 from mibench.estimation.plausibility import IMPLAUSIBLE
 from mibench.records.io import float_or_nan
+from mibench.utils.checks import estimate_value
 from mibench.utils.units import LN2
 
 
@@ -54,12 +55,11 @@ def estimate_once(name: str, x: np.ndarray, y: np.ndarray, seed: int, critic: st
 
             obj = sample_estimator(entry.obj(), str(resolve_device(device)))
             out["parameters"] = parameters_of(obj)
-            raw = obj.estimate(x, y, seed=int(seed))
+            # copies: in this process every estimator of the run reads the same arrays, and one that wrote
+            # into them would change what the next one estimates
+            raw = obj.estimate(np.array(x, copy=True), np.array(y, copy=True), seed=int(seed))
             out["seconds"] = time.perf_counter() - t0
-            try:
-                value = float(raw)
-            except (TypeError, ValueError):
-                raise MibenchError(f"estimate returned {type(raw).__name__}, not a number") from None
+            value = estimate_value(raw, "estimate")
             out["n_parameters"] = int(getattr(obj, "n_parameters", 0) or 0)
             out["mi_status"] = str(getattr(obj, "status", "") or "")
             out["info"] = str(getattr(obj, "last_info", "") or "")
