@@ -10,7 +10,7 @@ from mibench.errors import MibenchError
 BASE_COLUMNS = ["step", "estimator", "critic", "true_mi", "estimate", "run_id", "seed"]
 #: config columns :func:`load_runs` adds to every estimate row (besides run_dir)
 RUN_COLUMNS = ["protocol", "task", "task_params", "ds", "dr", "critic", "layers", "hidden", "embed", "batch_size",
-               "lr", "steps", "schedule", "burn_in", "precision", "n", "status", "diverged_step"]
+               "lr", "steps", "schedule", "burn_in", "precision", "n", "status", "run_status", "diverged_step"]
 
 
 def load_runs(path, complete_only: bool = False):
@@ -25,12 +25,15 @@ def load_runs(path, complete_only: bool = False):
     -------
     DataFrame : one row per estimate: for a streaming run one per run x step x estimator, for a
         sample run one per run x true-MI level x seed x estimator (``step`` empty; the sample
-        protocol's ``status``, ``seconds``, ``kind``, ``mi_status``, ... columns kept).  Columns:
+        protocol's ``status`` of each estimate -- ``ok``, ``implausible``, ``error``, ... --, ``seconds``,
+        ``kind``, ``mi_status``, ... columns kept).  Columns:
         ``step``, ``estimator``, ``critic``, ``true_mi``, ``estimate`` (bits), ``run_id``, ``seed``,
         the run's setup (``protocol``, ``task``, ``task_params`` -- ``k=v;...``, only values that differ
         from the task's defaults --, ``ds``, ``dr``, ``layers``, ``hidden``, ``embed``, ``batch_size``,
-        ``lr``, ``steps``, ``schedule``, ``burn_in``, ``precision``, ``n``), ``status`` (``complete``,
-        ``running``, ``stale``, ``interrupted``, ``failed``), ``diverged_step`` and ``run_dir``.
+        ``lr``, ``steps``, ``schedule``, ``burn_in``, ``precision``, ``n``), ``run_status`` (``complete``,
+        ``running``, ``stale``, ``interrupted``, ``failed``), ``status`` (a sample estimate's own, else the
+        run's), ``diverged_step`` and ``run_dir``.  Average a sample run's estimates where ``status ==
+        "ok"``: the protocol never averages the others in.
 
     >>> import mibench
     >>> df = mibench.load_runs("results/gaussian_staircase")
@@ -59,7 +62,9 @@ def load_runs(path, complete_only: bool = False):
                 df[k] = setup[k]
         if "critic" not in df.columns:
             df["critic"] = setup.get("critic")
-        df["status"] = run_status(cfg)
+        df["run_status"] = run_status(cfg)
+        if "status" not in df.columns:      # a sample estimate keeps its own (ok, implausible, error, ...)
+            df["status"] = df["run_status"]
         if "diverged_step" not in df.columns:
             df["diverged_step"] = float("nan")
         df["run_dir"] = str(d)

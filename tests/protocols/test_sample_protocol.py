@@ -352,3 +352,19 @@ def test_in_process_estimators_get_their_own_arrays_and_must_return_numbers(tmp_
     with pytest.raises(MibenchError, match="not a number"):
         rng = np.random.default_rng(0)
         mibench.estimate(rng.normal(size=(100, 1)), rng.normal(size=(100, 1)), estimator="text-test")
+
+
+def test_load_runs_keeps_each_sample_estimates_own_status(tmp_path):
+    """load_runs overwrote the sample protocol's per-estimate status with the run's (`complete`), so an
+    implausible -7 bits looked like data to average."""
+    import mibench
+
+    def broken(x, y):
+        return -5.0
+
+    name = mibench.register_estimator("broken-test", broken, replace=True)
+    run_sample(SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=[name, "gaussian"], mi=1, n=400,
+                            seeds=[0], timeout=None), out_dir=tmp_path / "r", plot=False)
+    df = mibench.load_runs(tmp_path / "r")
+    status = dict(zip(df["estimator"], df["status"]))
+    assert status == {name: "implausible", "gaussian": "ok"} and set(df["run_status"]) == {"complete"}
