@@ -92,7 +92,9 @@ def summarize_group(values: dict, rows: list[int], ratio_rows: list[int], seeds:
            "add_by_rows": " ".join(f"{t}:{_num(v)}" for t, v in add_rows.items()),
            "n_seeds": sum(1 for s in seeds if any(math.isfinite(values.get(("baseline", t, s), float("nan")))
                                                   for t in rows))}
-    out["pass_baseline"] = bool(abs(out["zero"]) <= ZERO_TOL and out["violations"] == 0) if zeros else False
+    # a grid point without a finite mean (every seed failed there) is a failure, not a point to skip
+    complete = all(math.isfinite(v) for _, v in curve)
+    out["pass_baseline"] = bool(zeros and abs(out["zero"]) <= ZERO_TOL and out["violations"] == 0 and complete)
     out["pass_dp"] = bool(abs(out["dp_ratio"] - 1.0) <= DP_TOL)
     out["pass_additivity"] = bool(abs(out["add_ratio"] - 2.0) <= ADD_TOL)
     passed = [n for n, k in (("baseline", "pass_baseline"), ("dp", "pass_dp"), ("additivity", "pass_additivity"))

@@ -214,6 +214,8 @@ def sample_cell(spec: ConsistencySpec, cell: Cell) -> list[dict]:
     from mibench.critics import takes_shapes
     from mibench.errors import one_line
     from mibench.estimation import estimate
+    from mibench.estimators.kinds import BLACK_BOX
+    from mibench.estimators.registry import estimator_kind
     from mibench.tasks import make_task
     from mibench.utils.seeding import derived_seed
 
@@ -226,9 +228,11 @@ def sample_cell(spec: ConsistencySpec, cell: Cell) -> list[dict]:
     out = []
     for name in spec.estimators:
         t0 = time.perf_counter()
+        # a black-box estimator trains nothing: the training settings are not its (passing them is an error)
+        own = {} if estimator_kind(name) == BLACK_BOX else kwargs
         try:
             res = estimate(x, y, estimator=name, critic=cell.critic, seed=cell.seed, device=spec.device,
-                           units="bits", **kwargs)
+                           units="bits", **own)
             out.append(_row(cell, spec, name, float(res.mi), time.perf_counter() - t0, status=res.status,
                             steps=getattr(res, "steps_run", "") or ""))
         except MibenchError as exc:

@@ -200,3 +200,18 @@ def test_the_gaussian_estimator_passes_on_the_gaussian_analogue(tmp_path):
                            seeds=[0, 1, 2], rows=[0, 4, 8], ratio_rows=[4])
     r = {row["estimator"]: row for row in run_consistency(spec, tmp_path / "g", progress=False)}["gaussian"]
     assert r["pass_baseline"] and r["pass_dp"] and r["pass_additivity"], r
+
+
+def test_failed_grid_points_fail_the_baseline_and_black_box_estimators_run(tmp_path):
+    """With the sample protocol, ksg failed every cell past t = 0 ("trains nothing: batch_size, lr, steps do
+    not apply to it") and the table still said `passes: baseline`, from the t = 0 value alone."""
+    from mibench.cli import main
+
+    values = {("baseline", 0, 0): 0.0, ("baseline", 2, 0): float("nan"), ("baseline", 4, 0): float("nan")}
+    assert not summarize_group(values, [0, 2, 4], [4], [0])["pass_baseline"]
+    out = tmp_path / "sc"
+    assert main(["consistency", "--dataset", "gaussian", "--protocol", "sample", "--n", "300", "--estimators",
+                 "ksg", "--seeds", "0", "--rows", "0,4", "--ratio-rows", "4", "--out", str(out), "--quiet"]) == 0
+    with open(out / "consistency_estimates.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and all(r["status"] != "error" and math.isfinite(float(r["estimate"])) for r in rows)
