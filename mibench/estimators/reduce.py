@@ -20,6 +20,7 @@ PCA_DIM = 512            # at most this many principal components per side befor
 RIDGE = 0.3              # shrinkage of each side's covariance towards a multiple of the identity
 NULL_MARGIN = 1.5        # keep canonical directions with correlation > NULL_MARGIN x the null's largest
 MAX_RANK = 64            # at most this many canonical directions per side
+MIN_PCA_DIM = 8          # the fewest principal components a side the refit (step 3) goes down to
 MIN_ROWS_PER_DIM = 4     # the PCA keeps at most (fit rows) / (2 x this) components a side: the CCA is fitted on
                          # at least this many rows per dimension (with fewer rows than dimensions every
                          # canonical correlation is 1 by construction, and the projections are noise)
@@ -43,6 +44,19 @@ def _ridge_whitener(a: torch.Tensor, lam: float) -> torch.Tensor:
     return (u * lam_s.clamp_min(1e-12).rsqrt()) @ u.T
 
 
+def _cca(xt: torch.Tensor, yt: torch.Tensor, pca_dim: int, lam: float, margin: float, seed: int) -> dict:
+    """One fit of steps 1-3 of :func:`fit_canonical_reduction` at ``pca_dim`` principal components a side."""
+    px, py = _pca_basis(xt, pca_dim, seed), _pca_basis(yt, pca_dim, seed + 1)
+    zx, zy = (xt @ px).double(), (yt @ py).double()
+    wx, wy = _ridge_whitener(zx, lam), _ridge_whitener(zy, lam)
+    n = zx.shape[0]
+    u, s, vh = torch.linalg.svd(wx @ (zx.T @ zy / n) @ wy)
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    s_null = float(torch.linalg.svdvals(wx @ (zx.T @ zy[perm] / n) @ wy)[0])
+    return {"px": px, "py": py, "wx": wx, "wy": wy, "u": u, "s": s, "vh": vh, "s_null": s_null,
+            "pca_dim": int(pca_dim), "found": int((s > margin * s_null).sum())}
+
+
 def fit_canonical_reduction(x: np.ndarray, y: np.ndarray, train: np.ndarray, seed: int, *, pca_dim: int = PCA_DIM,
                             lam: float = RIDGE, margin: float = NULL_MARGIN,
                             max_rank: int = MAX_RANK) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -61,23 +75,27 @@ def fit_canonical_reduction(x: np.ndarray, y: np.ndarray, train: np.ndarray, see
     3. **rank by a permutation null**: the same whitened cross-covariance with the training Y rows shuffled
        (seeded) has no dependence; its largest singular value s_null is the noise level, and the
        directions kept are those with s_i > ``margin`` * s_null (at least 1, at most ``max_rank``).
+       Where no direction stands above the null, the CCA is refitted on half, a quarter, ... as many
+       principal components (down to :data:`MIN_PCA_DIM`) and the size that keeps the most directions is
+       used: with few rows per dimension the ridge CCA's spectrum is flat noise and would keep one arbitrary
+       direction (``info["pca_tries"]``: the sizes tried, with the directions each kept).
     """
     idx = torch.as_tensor(train)
     xt = torch.as_tensor(x, dtype=torch.float32)[idx]
     yt = torch.as_tensor(y, dtype=torch.float32)[idx]
     xt, yt = xt - xt.mean(0), yt - yt.mean(0)
     pca_dim = max(1, min(pca_dim, len(train) // (2 * MIN_ROWS_PER_DIM)))
-    px, py = _pca_basis(xt, pca_dim, seed), _pca_basis(yt, pca_dim, seed + 1)
-    zx, zy = (xt @ px).double(), (yt @ py).double()
-    wx, wy = _ridge_whitener(zx, lam), _ridge_whitener(zy, lam)
-    n = zx.shape[0]
-    u, s, vh = torch.linalg.svd(wx @ (zx.T @ zy / n) @ wy)
-    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
-    s_null = float(torch.linalg.svdvals(wx @ (zx.T @ zy[perm] / n) @ wy)[0])
-    r = int(min(max_rank, max(1, int((s > margin * s_null).sum()))))
+    fits = [_cca(xt, yt, pca_dim, lam, margin, seed)]
+    while fits[0]["found"] == 0 and pca_dim // 2 >= MIN_PCA_DIM:
+        pca_dim //= 2
+        fits.append(_cca(xt, yt, pca_dim, lam, margin, seed))
+    best = max(fits, key=lambda f: f["found"])           # the first (largest) of the best: max keeps it
+    px, py, wx, wy, u, s, vh, s_null = (best[k] for k in ("px", "py", "wx", "wy", "u", "s", "vh", "s_null"))
+    tries = [[f["pca_dim"], f["found"]] for f in fits]
+    r = int(min(max_rank, max(1, best["found"])))
     a = (px.double() @ wx @ u[:, :r]).numpy()
     b = (py.double() @ wy @ vh.T[:, :r]).numpy()
-    info = {"rank": r, "pca_dim": [int(px.shape[1]), int(py.shape[1])], "ridge": lam,
+    info = {"rank": r, "pca_dim": [int(px.shape[1]), int(py.shape[1])], "pca_tries": tries, "ridge": lam,
             "canonical_correlations": [round(float(v), 4) for v in s[:min(len(s), r + 4)]],
             "null_correlation": round(s_null, 4)}
     return a, b, info
