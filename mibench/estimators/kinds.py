@@ -108,6 +108,14 @@ def _is_critic_bound(obj) -> bool:
     return isinstance(obj, nn.Module) and not callable(getattr(obj, "estimate", None))
 
 
+def _is_torch_module(obj) -> bool:
+    try:
+        from torch import nn
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(obj, nn.Module)
+
+
 def _is_sample_estimator(obj) -> bool:
     return (not isinstance(obj, type) and callable(getattr(obj, "estimate", None))
             and getattr(obj, "kind", None) in SAMPLE_KINDS)
@@ -143,6 +151,12 @@ def as_estimator(obj: Any, name: str | None = None):
     * a function with two required positional parameters -> :class:`FunctionEstimator`;
     * a zero-argument factory -> ``obj()``, normalised again.
     """
+    kind = None if isinstance(obj, type) else getattr(obj, "kind", None)
+    if isinstance(kind, str) and kind not in KINDS:
+        raise MibenchError(f"{name or type(obj).__name__!r} has kind {kind!r}; the kinds are: {', '.join(KINDS)}")
+    if kind == CRITIC and not _is_torch_module(obj):
+        raise MibenchError(f"{name or type(obj).__name__!r} has kind 'critic' but is not a torch module: a critic "
+                           "head subclasses mibench.estimators.Estimator (forward(scores) -> (loss, estimate))")
     if _is_sample_estimator(obj) or (not isinstance(obj, type) and _is_critic_bound(obj)):
         kind_of(obj)
         return obj

@@ -112,6 +112,29 @@ def test_a_plugin_that_exits_on_import_is_one_line(tmp_path, monkeypatch, capsys
     assert len(err) == 1 and "importing 'exits_on_import_xyz' failed: SystemExit: 5" in err[0]
 
 
+def test_a_plugin_of_an_unknown_kind_or_a_fake_critic_is_named_in_one_line():
+    """A class with kind 'critic' that is no torch module passed register_estimator, mibench list and a dry
+    run, then failed with AttributeError when it ran; kind 'oracle' got the generic 'is not an estimator'."""
+    import mibench
+
+    class Critic:
+        kind = "critic"
+
+        def __call__(self, scores):
+            return scores
+
+    class Oracle:
+        kind = "oracle"
+
+        def estimate(self, x, y, *, seed=0):
+            return 1.0
+
+    with pytest.raises(MibenchError, match="has kind 'critic' but is not a torch module"):
+        mibench.register_estimator("fake-critic-test", Critic, replace=True)
+    with pytest.raises(MibenchError, match="has kind 'oracle'; the kinds are"):
+        mibench.register_estimator("oracle-test", Oracle(), replace=True)
+
+
 def test_streaming_refuses_sample_only_estimators(capsys):
     assert main(["run", "--estimator", "ksg", "--steps", "10"]) == 2
     err = capsys.readouterr().err
