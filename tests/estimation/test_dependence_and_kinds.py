@@ -65,7 +65,9 @@ def test_black_box_estimators_run_through_estimate(pairs, estimator):
     xs, ys = (x[:, :1], y[:, :1]) if estimator == "histogram" else (x, y)
     truth = -0.5 * np.log(1 - np.corrcoef(xs[:, 0], ys[:, 0])[0, 1] ** 2) if estimator == "histogram" else None
     res = mibench.estimate(xs, ys, estimator=estimator, units="nats")
-    assert res.status == "not_assessed" and res.critic == "" and math.isfinite(res.mi) and res.mi > 0.3
+    # histogram at n = 2,000: its plug-in bias (19^2 / 4,000 = 0.09 nats) is above 0.05, and it says so
+    expected = "few_pairs_per_bin" if estimator == "histogram" else "not_assessed"
+    assert res.status == expected and res.critic == "" and math.isfinite(res.mi) and res.mi > 0.3
     assert res.seconds > 0 and res.n_parameters == 0
     if truth is not None:
         assert abs(res.mi - truth) < 0.1        # plug-in bias of 20 x 20 bins at n = 2000
