@@ -105,11 +105,15 @@ def _entry_point_entry_cached(name: str) -> Entry | None:
     entry is cached for the process."""
     if name.lower() in _EP_CACHE:
         return _EP_CACHE[name.lower()]
-    for ep in entry_points_installed():
-        if ep.name.lower() == name.lower():
-            entry = load_entry_point(ep)
-            _EP_CACHE[name.lower()] = entry
-            return entry
+    matches = [ep for ep in entry_points_installed() if ep.name.lower() == name.lower()]
+    if len({(ep.name, ep.value) for ep in matches}) > 1:
+        # names are case-insensitive: two entry points that differ only in case cannot both be meant
+        raise MibenchError(f"plug-in {name!r} is ambiguous: entry points "
+                           f"{', '.join(f'{ep.name} = {ep.value}' for ep in matches)} differ only in case")
+    if matches:
+        entry = load_entry_point(matches[0])
+        _EP_CACHE[name.lower()] = entry
+        return entry
     return None
 
 

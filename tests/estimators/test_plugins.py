@@ -71,7 +71,8 @@ def test_entry_point_discovery(tmp_path, monkeypatch):
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mibench-ep-test\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text(f"[mibench.estimators]\nep-gaussian-test = {GOOD}\n"
-                                           "ep-broken-test = no_such_module_xyz:Thing\n")
+                                           "ep-broken-test = no_such_module_xyz:Thing\n"
+                                           f"ep-case-test = {GOOD}\nEP-Case-Test = no_such_module_xyz:Other\n")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     from mibench.estimators import ESTIMATORS
     from mibench.estimators.lookup import entry_point_names
@@ -81,6 +82,9 @@ def test_entry_point_discovery(tmp_path, monkeypatch):
     assert entry.name == "ep-gaussian-test" and "black-box" in entry.description
     with pytest.raises(MibenchError, match="no_such_module_xyz"):
         ESTIMATORS.get("ep-broken-test")
+    # names differing only in case: `--estimator EP-Case-Test` silently ran the other one
+    with pytest.raises(MibenchError, match="differ only in case"):
+        ESTIMATORS.get("EP-Case-Test")
     out = tmp_path / "run"
     assert main(["run", "--task", "gaussian", "--dim", "2", "--estimator", "ep-gaussian-test", "--mi", "2",
                  "--n", "1000", "--seeds", "0", "--timeout", "0", "--out", str(out), "--quiet", "--no-plot"]) == 0
