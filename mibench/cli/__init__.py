@@ -138,6 +138,9 @@ def _main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
+    for dest in ("out", "output"):      # an empty path is a mistake (a shell variable unset), not "the default"
+        if getattr(args, dest, None) is not None and not str(getattr(args, dest)).strip():
+            (_subparser(parser, command) or parser).error(f"--{dest} is empty: give a path")
     # this is a mibench process (not a library call from someone's Python): keep freed activation
     # buffers in the heap for the training commands' speed (see mibench.utils.allocator)
     from mibench.utils.allocator import tune_cpu_allocator

@@ -170,6 +170,7 @@ def test_sample_resume_keeps_what_was_estimated(tmp_path, monkeypatch):
     (["--n", "500", "--seeds", "3-1", "--estimator", "ksg"], "runs backwards"),
     (["--n", "50", "--estimator", "smile"], "at least 100 pairs"),
     (["--stpes", "20"], "unrecognized arguments"),
+    (["--out", ""], "--out is empty"),             # was: the default results/runs/... silently
 ])
 def test_ordinary_mistakes_are_one_line(args, needle, capsys):
     try:
