@@ -238,6 +238,26 @@ def pairing_mi_bits(sizes, beta: float, exclude_same_item: bool) -> float:
     return base + 0.5 * (1.0 - b) * sum(float(np.log2(n / (n - 1.0))) for n in sizes)
 
 
+#: the most the paper's exclusion (``exclude_same_item``) may add to the reported truth, in bits, over all
+#: sources; a pool small enough for more is refused (the truth reported is ds (1 - H_b(beta)))
+EXCLUSION_EXCESS_BITS = 0.02
+
+
+def check_exclusion_excess(sizes, ds: int) -> None:
+    """Refuse ``exclude_same_item`` on pools whose coupling of X's and Y's items adds more than
+    :data:`EXCLUSION_EXCESS_BITS` to I(X;Y) (at beta = 0, where it is largest; :func:`pairing_mi_bits`):
+    two items a class make the true MI twice the reported one."""
+    sizes = [int(n) for n in sizes]
+    if min(sizes) < 2:
+        raise MibenchError("exclude_same_item needs at least 2 items per class in the pool")
+    excess = ds * (pairing_mi_bits(sizes, 0.0, True) - 1.0)
+    if excess > EXCLUSION_EXCESS_BITS:
+        need = int(np.ceil(1.0 / (1.0 - 2.0 ** (-EXCLUSION_EXCESS_BITS / ds))))
+        raise MibenchError(f"exclude_same_item on pools of {min(sizes)} items per class adds up to {excess:.3g} "
+                           f"bits to I(X;Y) above the reported ds (1 - H_b(beta)): use at least {need} items per "
+                           "class (n_per_class), or drop exclude_same_item")
+
+
 RENDER_CHECK_VERSION = 3
 RENDER_CHECK_N = 2000             # rendered samples per check: 3/4 fit, 1/4 held out
 RENDER_CHECK_ITER = 50

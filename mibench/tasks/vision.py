@@ -33,7 +33,14 @@ import torch.nn.functional as F
 
 from mibench.data.sources import shown_path
 from mibench.errors import MibenchError
-from mibench.tasks.pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
+from mibench.tasks.pools import (
+    BSCSources,
+    ClassPool,
+    cached_filter,
+    check_exclusion_excess,
+    check_kept_pool,
+    pool_info,
+)
 from mibench.tasks.registry import TASKS
 
 PATCH = 28
@@ -177,7 +184,7 @@ def load_backgrounds(data_dir=None, device="cpu"):
 def pairing_info(exclude_same_item: bool) -> str:
     if exclude_same_item:
         return ("paper's exclusion (§4.4): Y's item of a source is never X's item when the classes agree; true MI "
-                "slightly above ds (1 - H_b(beta)) for finite pools")
+                "above ds (1 - H_b(beta)) by at most 0.02 bits (larger excesses are refused)")
     return "Y's items drawn independently of X's given the classes: I(X;Y) = ds (1 - H_b(beta)) exactly"
 
 
@@ -305,6 +312,8 @@ class VisionTask(BSCSources):
         self.nuisance = check_nuisance(nuisance)
         self.device = torch.device(device)
         self.pool, self._pool_info = load_mnist_pool(data_dir, n_per_class, margin, self.device)
+        if self.exclude_same_item:
+            check_exclusion_excess(self.pool.sizes.tolist(), self.ds)
         from mibench.utils.limits import check_fits
 
         check_fits(memory_needs(self.layout, self.side, len(self.pool)), self.device,

@@ -89,6 +89,20 @@ def test_exclusion_excess_at_the_real_pool_sizes():
     assert 10 * pairing_mi_bits((1000, 1000), beta, False) == pytest.approx(bsc_mi_bits(10, beta), abs=1e-12)
 
 
+def test_exclusion_on_a_pool_too_small_for_the_reported_truth_is_refused():
+    """Two digits a class with exclude_same_item: the true MI was 2 bits (a plug-in reads 1.999) where the task
+    reported 1.  Pools whose exclusion adds more than 0.02 bits are refused, naming the size that is enough."""
+    from mibench.errors import MibenchError
+    from mibench.tasks.pools import EXCLUSION_EXCESS_BITS, check_exclusion_excess
+
+    with pytest.raises(MibenchError, match="adds up to 1 bits"):
+        make_task("vision", data_dir=IMAGES, ds=1, side=28, n_per_class=2, exclude_same_item=True)
+    check_exclusion_excess((1000, 1000), 10)                    # 0.014 bits: kept
+    with pytest.raises(MibenchError, match="at least 722 items per class"):
+        check_exclusion_excess((600, 600), 10)
+    assert 10 * (pairing_mi_bits((722, 722), 0.0, True) - 1.0) <= EXCLUSION_EXCESS_BITS
+
+
 def test_exclusion_flag_recorded_and_applied(tmp_path):
     from mibench.cli import main
 
