@@ -38,7 +38,7 @@ F64 = torch.float64
 SIGMA = 0.2           # mutinfo's symmetric_gaussian_field default
 MIN_SIZE = 0.2        # rectangles: minimum side length (fraction of the image), as mutinfo's preset
 MAX_MI_BITS = 20.0    # conditional latent spread stays >= 1e-3 (see the module docstring)
-MIN_SIDE = {"gaussian2d": 4, "rectangles2d": 11}   # rectangles need > 2 px per side (a full pixel)
+MIN_SIDE = {"gaussian2d": 4, "rectangles2d": 15}   # rectangles need >= 3 px per side (docs/tasks.md)
 MAX_SIDE = 128
 LATENT_DIM = {"gaussian2d": 2, "rectangles2d": 4}
 DEFAULT_SIDES = (16, 32)
@@ -139,7 +139,7 @@ class MutinfoImageTask:
             raise MibenchError(f"mutinfo image kind must be one of {', '.join(LATENT_DIM)}, got {kind!r}")
         side = int(side)
         if not MIN_SIDE[kind] <= side <= MAX_SIDE:
-            why = " (a rectangle must span more than 2 pixels for the rendering to be injective)" \
+            why = " (a rectangle must span at least 3 pixels for the rendering to be injective)" \
                 if kind == "rectangles2d" and side < MIN_SIDE[kind] else ""
             raise MibenchError(f"{kind} images need {MIN_SIDE[kind]} <= side <= {MAX_SIDE}, got {side}{why}")
         self.kind, self.side, self.d = kind, side, LATENT_DIM[kind]
