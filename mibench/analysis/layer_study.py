@@ -6,7 +6,7 @@ one ``layer`` each, plus optionally the raw canvas (no transform).  Output:
 * ``resnet_layers.csv``: one row per (layer, estimator): feature shape / dimension, mean estimate,
   bias, variance, MSE (bits; last 50% of the steps, seeds averaged; ``mean_estimate_all`` over
   all steps), the truth (the DPI bound
-  I(X; Y), ``truth_kind`` exact or upper bound), the ResNet's source-decoding accuracy, and a
+  I(X; Y), ``truth_kind`` exact, checked or upper bound), the ResNet's source-decoding accuracy, and a
   held-out **linear-probe** accuracy of the source classes from that layer's features (how
   linearly readable the information is at that depth);
 * ``resnet_layers.png``: estimated MI per layer (one line per estimator) against the truth, with
@@ -153,9 +153,11 @@ def plot_layers(df, path, record=None, title: str | None = None):
         g = g.set_index(g["layer"].astype(str)).reindex(layers)
         ax.plot(xs, g["mean_estimate"].to_numpy(float), marker="o", color=estimator_color(est), label=est)
     truth = float(df["true_mi"].iloc[0])
-    exact = (df["truth_kind"] == "exact").all()
+    exact = df["truth_kind"].isin(["exact", "checked"]).all()
+    checked = (df["truth_kind"] == "checked").any()
     ax.axhline(truth, color="black", lw=1.4, ls="-" if exact else "--",
-               label=f"true MI {truth:g} bits" + ("" if exact else " (DPI upper bound)"))
+               label=f"true MI {truth:g} bits" + ("" if exact else " (DPI upper bound)")
+               + (" (decoding checked on a sample)" if exact and checked else ""))
     dims = df.drop_duplicates("layer").set_index(df.drop_duplicates("layer")["layer"].astype(str))
     labels = [f"{l}\n{dims.loc[l, 'feature_shape']}" if l in dims.index else l for l in layers]
     ax.set_ylabel("estimated MI (bits), last 50% of steps")

@@ -272,8 +272,9 @@ class ResNetFeatures(Encoder):
                                                              "final_loss", "train_seconds", "device")},
                 "classifier_accuracy": acc,
                 "decodes_perfectly": exact,
-                "truth": ("I(g(X);g(Y)) = I(X;Y): the classifier decoded every source without error on "
-                          f"{acc.get('decisions')} decisions, so C is recoverable from every layer (DPI both ways)"
+                "truth": ("I(g(X);g(Y)) = I(X;Y) where C is recoverable from every layer (DPI both ways): the "
+                          f"classifier decoded every source without error on {acc.get('decisions')} decisions "
+                          "(a sample of the canvases, not all of them)"
                           if exact else
                           "I(g(X);g(Y)) <= I(X;Y) (data-processing inequality); equality is not established "
                           f"(classifier accuracy {acc.get('source_accuracy')})")}

@@ -12,7 +12,9 @@ Truth:
   exactly, so the harness's true MI is still the truth;
 * non-invertible g (ResNet layer features): I(g(X); g(Y)) <= I(X; Y) (data-processing inequality),
   with equality when the source classes are decoded from g(X) without error; ``info()`` records
-  which applies (``truth_kind``: "exact" or "upper bound") and the classifier's accuracy.
+  which applies (``truth_kind``: "exact" for an invertible g, "checked" where the classifier decoded every
+  source on the decisions it was tested on -- a sample, not every canvas --, else "upper bound") and the
+  classifier's accuracy.
 """
 from __future__ import annotations
 
@@ -87,10 +89,11 @@ class TransformedTask:
             "transform": self.transform, "layer": self.layer, "invertible": self.invertible,
             "encoder": enc if self.gy is not self.gx else enc["x"],
             "same_encoder_for_x_and_y": self.gy is self.gx,
-            "truth_kind": "exact" if truth_exact else "upper bound",
+            "truth_kind": "exact" if self.invertible else "checked" if truth_exact else "upper bound",
             "true_mi": (f"I(g(X);g(Y)) = I(X;Y) = {base_truth} (g invertible)" if self.invertible else
-                        (f"I(g(X);g(Y)) = I(X;Y) = {base_truth}: g is not invertible, but the source classes are "
-                         "decoded from g(X) without error (classifier accuracy recorded)" if truth_exact else
+                        (f"I(g(X);g(Y)) = I(X;Y) = {base_truth} where the source classes are decoded from g(X) "
+                         "without error: g is not invertible, and the classifier decoded every source on the "
+                         "decisions it was tested on (a sample, recorded; not a proof)" if truth_exact else
                          f"I(g(X);g(Y)) <= I(X;Y) = {base_truth} (data-processing inequality; the harness's "
                          "true_mi column is this upper bound)")),
         })

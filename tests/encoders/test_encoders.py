@@ -93,7 +93,7 @@ def test_resnet_training_and_wrapper_records_bound(tiny_vision, tmp_path):
             assert info["task"] == f"vision+resnet-{layer}" and info["invertible"] is False
             assert info["layer"] == layer and "classifier_accuracy" in info["encoder"]
             if info["encoder"]["decodes_perfectly"]:
-                assert info["truth_kind"] == "exact"
+                assert info["truth_kind"] == "checked"      # on a sample of canvases, not proven
             else:
                 assert info["truth_kind"] == "upper bound" and "data-processing" in info["true_mi"]
     finally:
