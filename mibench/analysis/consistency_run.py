@@ -228,9 +228,9 @@ def sample_cell(spec: ConsistencySpec, cell: Cell) -> list[dict]:
     out = []
     for name in spec.estimators:
         t0 = time.perf_counter()
-        # a black-box estimator trains nothing: the training settings are not its (passing them is an error)
-        own = {} if estimator_kind(name) == BLACK_BOX else kwargs
         try:
+            # a black-box estimator trains nothing: the training settings are not its (passing them is an error)
+            own = {} if estimator_kind(name) == BLACK_BOX else kwargs
             res = estimate(x, y, estimator=name, critic=cell.critic, seed=cell.seed, device=spec.device,
                            units="bits", **own)
             out.append(_row(cell, spec, name, float(res.mi), time.perf_counter() - t0, status=res.status,

@@ -54,7 +54,7 @@ def _cca(xt: torch.Tensor, yt: torch.Tensor, pca_dim: int, lam: float, margin: f
     perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
     s_null = float(torch.linalg.svdvals(wx @ (zx.T @ zy[perm] / n) @ wy)[0])
     return {"px": px, "py": py, "wx": wx, "wy": wy, "u": u, "s": s, "vh": vh, "s_null": s_null,
-            "pca_dim": int(pca_dim), "found": int((s > margin * s_null).sum())}
+            "pca_dim": int(px.shape[1]), "found": int((s > margin * s_null).sum())}
 
 
 def fit_canonical_reduction(x: np.ndarray, y: np.ndarray, train: np.ndarray, seed: int, *, pca_dim: int = PCA_DIM,

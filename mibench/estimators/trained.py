@@ -147,8 +147,9 @@ def per_pair_stderr(terms) -> float:
     return float(terms.double().std() / n ** 0.5) if n > 1 else float("nan")
 
 
-#: a converged readout within this many of its own standard errors of zero reads ``no_dependence_detected``,
-#: as a critic's does (:mod:`mibench.estimation.training`)
+#: a converged (or overfit) readout at or below this many of its own standard errors reads
+#: ``no_dependence_detected``, as a critic's does, which is checked before overfitting there
+#: (:mod:`mibench.estimation.training`)
 NO_DEPENDENCE_SE = 2.0
 
 
@@ -382,9 +383,9 @@ class HeldOutEstimator(MemberTraining):
             on_training, _ = self.readout(models, xtr[:k], ytr[:k])
         self.status, reason = assess(best, value, on_training)
         se = float(details.get("stderr", float("nan")))
-        if self.status == "converged" and math.isfinite(se) and value <= NO_DEPENDENCE_SE * se:
-            self.status, reason = "no_dependence_detected", (f"{value:.3g} nats is within {NO_DEPENDENCE_SE:g} "
-                                                            f"standard errors ({se:.3g}) of zero")
+        if self.status in ("converged", "overfit") and math.isfinite(se) and value <= NO_DEPENDENCE_SE * se:
+            self.status, reason = "no_dependence_detected", (f"{value:.3g} nats is at or below {NO_DEPENDENCE_SE:g} "
+                                                            f"standard errors ({se:.3g})")
         self.record({**details, "train_readout": on_training, **({"status_reason": reason} if reason else {})},
                     best, (xtr, xva, xte), device)
         return value

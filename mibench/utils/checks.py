@@ -259,12 +259,12 @@ def check_fields(data: dict, types: dict, where: str) -> dict:
 
 
 def estimate_value(raw, who: str) -> float:
-    """An estimator's return value as a float: a real number, a 0-d array or tensor; a string, a bool or
-    anything else is refused in one line (``float("1.5")`` and ``float(True)`` would pass as estimates)."""
-    if hasattr(raw, "detach") and hasattr(raw, "cpu"):          # a torch tensor, without importing torch
-        raw = raw.detach().cpu().numpy()
-    if isinstance(raw, np.ndarray) and raw.ndim == 0:
-        raw = raw[()]
+    """An estimator's return value as a float: a real number, or an array or tensor of one element; a string, a
+    bool or anything else is refused in one line (``float("1.5")`` and ``float(True)`` would pass as estimates)."""
+    if hasattr(raw, "detach") and hasattr(raw, "cpu"):          # a torch tensor (bf16 too), without importing torch
+        raw = raw.detach().float().cpu().numpy() if raw.is_floating_point() else raw.detach().cpu().numpy()
+    if isinstance(raw, np.ndarray) and raw.size == 1:           # 0-d or one element, as float() took them
+        raw = raw.reshape(())[()]
     if isinstance(raw, (bool, np.bool_)) or not isinstance(raw, (int, float, np.integer, np.floating)):
         raise MibenchError(f"{who} returned {type(raw).__name__} {raw!r:.40}, not a number")
     return float(raw)

@@ -62,7 +62,8 @@ def test_reduction_refits_on_fewer_components_when_nothing_stands_above_the_null
     first fit finds directions (above, and the n = 10,000 setups) nothing is refitted."""
     from mibench.tasks import make_task
 
-    x, y = (t.numpy() for t in make_task("text").sample(2000, 1.0, torch.Generator().manual_seed(0)))
+    x, y = (t.numpy() for t in make_task("text", data_dir="embedded").sample(2000, 1.0,
+                                                                             torch.Generator().manual_seed(0)))
     tr = np.arange(1600)
     _, _, info = fit_canonical_reduction(x, y, tr, seed=0)
     assert info["pca_tries"][0] == [200, 0] and info["rank"] >= 5

@@ -78,7 +78,8 @@ def _finish(out: dict, value: float, sample_obj, n: int) -> None:
     if sample_obj is not None:
         from mibench.estimation.plausibility import implausible, pairs_read, stderr_of
 
-        flag = implausible(value, pairs_read(sample_obj, n), stderr_of(sample_obj))
+        out["mi_stderr_nats"] = stderr_of(sample_obj)       # NaN where the estimator gives none
+        flag = implausible(value, pairs_read(sample_obj, n), out["mi_stderr_nats"])
         if flag:
             out["mi_status"], out["error"] = flag
     if not math.isfinite(value):
