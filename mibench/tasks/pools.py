@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 
 import numpy as np
@@ -102,8 +103,12 @@ def filter_by_decoder(features: np.ndarray, labels: np.ndarray, margin: float, l
     Returns {"keep": int64 indices, "accuracy_before": ..., "decoder_accuracy": accuracy on the kept
     pool (1.0), "kept_per_class", "candidates_per_class", "margin", "decoder"}.
     """
-    if margin < 0:
-        raise MibenchError(f"decoder margin must be >= 0, got {margin}")
+    try:
+        ok = math.isfinite(float(margin)) and float(margin) >= 0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise MibenchError(f"decoder margin must be a finite number >= 0, got {margin!r}")
     labels = np.asarray(labels).astype(np.int64)
     if set(np.unique(labels)) != {0, 1}:
         raise MibenchError("a class pool needs items of both classes 0 and 1")
@@ -151,11 +156,12 @@ def cached_filter(kind: str, identity: dict, features_fn, labels: np.ndarray, ma
 
 
 def check_kept_pool(rec: dict, what: str) -> None:
-    if rec["decoder_accuracy"] != 1.0:
-        raise MibenchError(f"{what}: decoder accuracy on the kept pool is {rec['decoder_accuracy']}, not 1.0")
+    # an emptied pool first: its accuracy (0 or NaN over no items) is not the decoder's failing
     if min(rec["kept_per_class"]) < 2:
         raise MibenchError(f"{what}: fewer than 2 items per class survive the decoder filter "
                            f"({rec['kept_per_class']}); lower the margin or use more data")
+    if rec["decoder_accuracy"] != 1.0:
+        raise MibenchError(f"{what}: decoder accuracy on the kept pool is {rec['decoder_accuracy']}, not 1.0")
 
 
 def pool_info(rec: dict) -> dict:

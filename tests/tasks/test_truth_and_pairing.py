@@ -231,3 +231,14 @@ def test_table3_vision_is_64():
     from mibench.tasks.vision import DEFAULT_SIDE
 
     assert DEFAULT_SIDE == 64
+
+
+def test_a_margin_that_empties_the_pool_or_is_not_a_number_says_so():
+    """margin=1e6 emptied the pool and read 'decoder accuracy on the kept pool is 0.0, not 1.0' (the helpful
+    'lower the margin' line could not be reached); margin=nan did the same."""
+    from mibench.errors import MibenchError
+
+    with pytest.raises(MibenchError, match="lower the margin"):
+        make_task("vision", data_dir=IMAGES, ds=4, side=28, margin=1e6)
+    with pytest.raises(MibenchError, match="finite number >= 0, got nan"):
+        make_task("vision", data_dir=IMAGES, ds=4, side=28, margin=float("nan"))
