@@ -141,6 +141,8 @@ def _execute_cell(config: dict, out_dir: str, ship: bool, plot: bool, resume: bo
         res = protocol.run(prepared, target, plot=plot, run_id=Path(out_dir).name, resume=resume and not ship)
         result.update(status="complete", diverged=dict(getattr(res, "diverged", {}) or {}),
                       failed_estimates=protocol.failed_estimates(res.config))
+        # an earlier attempt's failure record: the cell is complete now, and a stale failed.json would say not
+        (target / FAILED).unlink(missing_ok=True)
     except KeyboardInterrupt as exc:
         if IN_WORKER["value"]:   # a pool worker told to stop (its run recorded interrupted): no further cell
             from mibench.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated
@@ -306,6 +308,12 @@ def run_sweep(spec: SweepSpec, out_dir, execution: Execution | None = None, *, r
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
     out_dir = Path(out_dir)
     ex = _with_options(execution, options).resolve(spec.execution)
+    if ex.backend == "dask" and ex.client is None:
+        # before the directory is claimed: a missing dask left the sweep 'running' and refused a plain re-run
+        try:
+            import dask.distributed  # noqa: F401
+        except ImportError:
+            raise MibenchError("--backend dask needs dask[distributed] (pip install 'mibench[cluster]')") from None
     cells = spec.cells()
     t0 = time.perf_counter()
     with sigterm_requests_stop(), sweep_lock(out_dir):

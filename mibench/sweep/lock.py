@@ -10,8 +10,11 @@ from mibench.errors import MibenchError
 
 
 def lock_path(out_dir: Path) -> Path:
-    """The sweep's lock file: beside the sweep directory (so --overwrite can remove the directory)."""
-    return out_dir.parent / f".{out_dir.name}.sweep-lock"
+    """The sweep's lock file: beside the sweep directory (so --overwrite can remove the directory), named
+    after its resolved path, so that a symlink or another spelling of the same directory finds the same
+    lock (a second driver through a symlink ran beside the first)."""
+    real = Path(os.path.realpath(out_dir))
+    return real.parent / f".{real.name}.sweep-lock"
 
 
 @contextlib.contextmanager

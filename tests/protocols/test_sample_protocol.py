@@ -368,3 +368,13 @@ def test_load_runs_keeps_each_sample_estimates_own_status(tmp_path):
     df = mibench.load_runs(tmp_path / "r")
     status = dict(zip(df["estimator"], df["status"]))
     assert status == {name: "implausible", "gaussian": "ok"} and set(df["run_status"]) == {"complete"}
+
+
+def test_a_level_snapped_to_the_tasks_maximum_is_recorded_as_drawn(tmp_path):
+    """A request within the printed precision of a task's maximum is drawn at the maximum (--mi 4.0004 at
+    ds = 4 is drawn at 4 bits); the run recorded the request as true_mi and scored the bias against it."""
+    import math as _m
+
+    res = run_sample(SampleConfig(task="mutinfo-channel-mnist", estimators=["gaussian"], mi=3.322, n=200, seeds=[0],
+                                  timeout=None), out_dir=tmp_path / "r", plot=False)
+    assert {r["true_mi"] for r in res.rows} == {_m.log2(10)}         # 3.322 is log2(10) as printed

@@ -17,6 +17,7 @@ from mibench.estimators import resolve_estimators
 from mibench.records import is_complete, read_config
 from mibench.sweep import SweepSpec, load_spec, run_sweep
 from mibench.sweep.lock import lock_path
+from mibench.sweep.lock import sweep_lock as sweep_lock_ctx
 from mibench.sweep.presets import PRESETS, load_preset
 
 TINY = {"tasks": [{"task": "gaussian", "params": {"dim": 2}}], "estimators": ["smile-5", "infonce"],
@@ -350,3 +351,34 @@ def test_a_cell_made_before_the_default_encoder_changed_is_not_skipped_as_comple
             plan(spec, tmp_path)
     else:
         assert [c.name for c in plan(spec, tmp_path).done] == [cell.name]
+
+
+def test_the_lock_finds_a_symlinked_directory_and_a_complete_cell_drops_an_old_failure(tmp_path, monkeypatch):
+    """A second driver through a symlink to a swept directory ran beside the first (the lock was named after
+    the path as spelled); a cell completed on --resume kept its earlier attempt's failed.json; a sweep with
+    --backend dask and no dask installed claimed its directory first and was left 'running'."""
+    import sys as _sys
+
+    from mibench.sweep.execute import FAILED, _execute_cell
+
+    out = tmp_path / "sw"
+    out.mkdir()
+    (tmp_path / "link").symlink_to(out)
+    with sweep_lock_ctx(out):
+        with pytest.raises(MibenchError, match="is being swept by"):
+            with sweep_lock_ctx(tmp_path / "link"):
+                pass
+    spec = SweepSpec.from_dict({"name": "t", "tasks": [{"task": "gaussian", "params": {"dim": 2}}],
+                                "estimators": ["ksg"], "n": 200, "seeds": [0], "mi": [1.0]})
+    cell = spec.cells()[0]
+    d = out / cell.name
+    assert _execute_cell(cell.config, str(d), False, False, False)["status"] == "complete"
+    cfg = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**cfg, "status": "interrupted"}))   # an attempt that broke off
+    (d / FAILED).write_text("{}")                       # ... and the failure record a broken pool leaves
+    assert _execute_cell(cell.config, str(d), False, False, True)["status"] == "complete"
+    assert not (d / FAILED).exists()
+    monkeypatch.setitem(_sys.modules, "dask.distributed", None)          # as if dask were not installed
+    with pytest.raises(MibenchError, match="needs dask"):
+        run_sweep(spec, tmp_path / "nodask", backend="dask")
+    assert not (tmp_path / "nodask").exists()
