@@ -241,10 +241,15 @@ class Execution:
         workers = self.workers if self.workers is not None else spec_execution.get("workers")
         threads = self.threads if self.threads is not None else spec_execution.get("threads")
         shared_fs = self.shared_fs if self.shared_fs is not None else spec_execution.get("shared_fs")
-        if workers is not None and int(workers) < 1:
-            raise MibenchError(f"--workers must be >= 1, got {workers}")
-        if threads is not None and int(threads) < 1:
-            raise MibenchError(f"--threads must be >= 1, got {threads}")
+        for flag, value in (("--workers", workers), ("--threads", threads)):
+            if value is None:
+                continue
+            try:
+                ok = not isinstance(value, bool) and int(value) == float(value) and int(value) >= 1
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise MibenchError(f"{flag} must be an integer >= 1, got {value!r}")
         return replace(self, backend=backend, workers=workers, threads=threads,
                        address=self.address or spec_execution.get("address"), shared_fs=shared_fs)
 

@@ -91,15 +91,15 @@ class SweepSpec:
                     td["task"] = td.pop("tasks")
                 if "task" not in td or not isinstance(td["task"], str):
                     raise MibenchError("every [[tasks]] table needs task = \"<name>\"")
-                td["params"] = dict(td.get("params") or {})
+                td["params"] = _table(td.get("params"), "a [[tasks]] table's params")
                 tasks.append(td)
             else:
                 raise MibenchError(f"tasks must be names or tables, got {t!r}")
         spec = cls(name=str(name or d.get("name") or "sweep"), description=str(d.get("description", "")),
-                   tasks=tasks, params=dict(d.get("params") or {}), estimators=d.get("estimators", ["smile-5"]),
+                   tasks=tasks, params=_table(d.get("params"), "params"), estimators=d.get("estimators", ["smile-5"]),
                    split_estimators=check_split(d.get("split_estimators", False)),
                    grid={a: d[a] for a in AXIS_KEYS if a in d}, scalars={k: d[k] for k in SCALARS if k in d},
-                   execution=_normalise_keys(d.get("execution") or {}, EXECUTION_KEYS, "[execution]"))
+                   execution=_normalise_keys(_table(d.get("execution"), "[execution]"), EXECUTION_KEYS, "[execution]"))
         spec.cells()   # validate now: a mistake is one line before anything runs
         return spec
 
@@ -190,6 +190,15 @@ def unique_names(names: list[str], configs: list[dict]) -> list[str]:
     return out
 
 
+def _table(value, what: str) -> dict:
+    """A config table (a mapping) as a dict, an absent one as {}; anything else is one line."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise MibenchError(f"{what} must be a table (key = value pairs), got {value!r}")
+    return dict(value)
+
+
 def load_spec(path) -> SweepSpec:
     """Read a TOML (``.toml``) or YAML (``.yaml`` / ``.yml``) sweep config."""
     path = Path(path)
@@ -206,7 +215,10 @@ def load_spec(path) -> SweepSpec:
             data = _load_toml(text, path)
         except MibenchError:
             data = _load_yaml(text, path)
-    return SweepSpec.from_dict(data, name=(data or {}).get("name") or path.stem)
+    if not isinstance(data, dict):
+        raise MibenchError(f"{path}: a sweep config must be a table / mapping at the top level, "
+                           f"got {type(data).__name__}")
+    return SweepSpec.from_dict(data, name=data.get("name") or path.stem)
 
 
 def _load_toml(text, path):

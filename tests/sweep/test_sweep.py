@@ -153,7 +153,7 @@ def test_cli_shorthand_dry_run_and_dump(tmp_path, capsys):
 def test_a_dry_run_checks_the_execution_flags(tmp_path, capsys, flag):
     """A dry run is where a user checks a command: it refused nothing (exit 0 with --workers 0)."""
     assert main(["sweep", "--task", "gaussian", "--out", str(tmp_path / "s"), "--dry-run", *flag]) == 2
-    assert f"{flag[0]} must be >= 1" in capsys.readouterr().err
+    assert f"{flag[0]} must be an integer >= 1" in capsys.readouterr().err
 
 
 def test_resume_skips_complete_continues_interrupted_redoes_failed(tmp_path, count_runs):
@@ -382,3 +382,19 @@ def test_the_lock_finds_a_symlinked_directory_and_a_complete_cell_drops_an_old_f
     with pytest.raises(MibenchError, match="needs dask"):
         run_sweep(spec, tmp_path / "nodask", backend="dask")
     assert not (tmp_path / "nodask").exists()
+
+
+@pytest.mark.parametrize("text,suffix,needle", [
+    ('tasks = ["gaussian"]\nparams = "dim=4"\n', ".toml", "params must be a table"),
+    ('tasks = [{task = "gaussian", params = [1, 2]}]\n', ".toml", "params must be a table"),
+    ('tasks = ["gaussian"]\nexecution = [1]\n', ".toml", "[execution] must be a table"),
+    ('tasks = ["gaussian"]\n[execution]\nworkers = "two"\n', ".toml", "--workers must be an integer >= 1"),
+    ("- gaussian\n", ".yaml", "must be a table / mapping at the top level"),
+])
+def test_config_mistakes_are_one_line(tmp_path, capsys, text, suffix, needle):
+    """Each raised a traceback (TypeError, ValueError, AttributeError) with exit 1."""
+    cfg = tmp_path / f"c{suffix}"
+    cfg.write_text(text)
+    assert main(["sweep", str(cfg), "--dry-run", "--out", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err, err
