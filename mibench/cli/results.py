@@ -39,12 +39,32 @@ def _leaderboard_parser(sub) -> None:
     p.set_defaults(func=cmd_leaderboard)
 
 
+def _unfinished_sweep_cells(paths) -> list[str]:
+    """A note per sweep directory among ``paths`` whose manifest lists cells that are not complete (a cell
+    never started has no run directory, so no 'skipping incomplete run' line says it is missing)."""
+    import json
+
+    notes = []
+    for p in map(Path, paths):
+        try:
+            cells = json.loads((p / "sweep.json").read_text()).get("cells", [])
+        except (OSError, ValueError, AttributeError):
+            continue
+        left = [c for c in cells if isinstance(c, dict) and c.get("status") != "complete"]
+        if left:
+            notes.append(f"note: {len(left)} of the {len(cells)} cells of the sweep {p} are not complete "
+                         "(pending, interrupted or failed): the leaderboard holds the complete ones")
+    return notes
+
+
 def cmd_leaderboard(args) -> int:
     from mibench.analysis.leaderboard import build, command_line, provenance, to_markdown, write_all
 
     board, col = build(args.runs)
     for d in col.incomplete:
         print(f"note: skipping incomplete run {d}", file=sys.stderr)
+    for note in _unfinished_sweep_cells(args.runs):
+        print(note, file=sys.stderr)
     for d, first in col.duplicates:
         print(f"note: skipping {d}: same setup and seed as {first}", file=sys.stderr)
     if not args.output:

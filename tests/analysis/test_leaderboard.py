@@ -263,3 +263,15 @@ def test_each_protocol_fills_the_declared_setup_columns(runs):
     assert records
     for record in records[:3]:
         assert list(protocol_of(record.config).setup(record.config)) == SETUP_COLUMNS
+
+
+def test_a_sweep_with_cells_not_run_yet_says_so(tmp_path, capsys):
+    """An interrupted sweep's leaderboard read '4 rows from 1 runs' with nothing about its 3 cells that never
+    ran (no run directory, so no 'skipping incomplete run' line)."""
+    root = tmp_path / "sw"
+    write_fake_run(root / "a", _rows(0), task_params={"dim": 2}, seed=0)
+    (root / "sweep.json").write_text(json.dumps({"cells": [{"dir": "a", "status": "complete"},
+                                                           {"dir": "b", "status": "pending"},
+                                                           {"dir": "c", "status": "interrupted"}]}))
+    assert main(["leaderboard", str(root), "-o", str(tmp_path / "lb.csv")]) == 0
+    assert "2 of the 3 cells of the sweep" in capsys.readouterr().err
