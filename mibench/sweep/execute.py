@@ -27,9 +27,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from mibench.errors import MibenchError, one_line
+from mibench.sweep.dask_api import dask_api
 from mibench.sweep.lock import sweep_lock
 from mibench.sweep.plan import cell_status, clear_cell, plan
 from mibench.sweep.spec import SweepSpec
+from mibench.utils.checks import check_positive_int
 
 FAILED = "failed.json"
 
@@ -141,8 +143,7 @@ def _execute_cell(config: dict, out_dir: str, ship: bool, plot: bool, resume: bo
         res = protocol.run(prepared, target, plot=plot, run_id=Path(out_dir).name, resume=resume and not ship)
         result.update(status="complete", diverged=dict(getattr(res, "diverged", {}) or {}),
                       failed_estimates=protocol.failed_estimates(res.config))
-        # an earlier attempt's failure record: the cell is complete now, and a stale failed.json would say not
-        (target / FAILED).unlink(missing_ok=True)
+        (target / FAILED).unlink(missing_ok=True)     # an earlier attempt's failure: stale now the cell is complete
     except KeyboardInterrupt as exc:
         if IN_WORKER["value"]:   # a pool worker told to stop (its run recorded interrupted): no further cell
             from mibench.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated
@@ -242,14 +243,8 @@ class Execution:
         threads = self.threads if self.threads is not None else spec_execution.get("threads")
         shared_fs = self.shared_fs if self.shared_fs is not None else spec_execution.get("shared_fs")
         for flag, value in (("--workers", workers), ("--threads", threads)):
-            if value is None:
-                continue
-            try:
-                ok = not isinstance(value, bool) and int(value) == float(value) and int(value) >= 1
-            except (TypeError, ValueError):
-                ok = False
-            if not ok:
-                raise MibenchError(f"{flag} must be an integer >= 1, got {value!r}")
+            if value is not None:
+                check_positive_int(value, flag)
         return replace(self, backend=backend, workers=workers, threads=threads,
                        address=self.address or spec_execution.get("address"), shared_fs=shared_fs)
 
@@ -314,11 +309,7 @@ def run_sweep(spec: SweepSpec, out_dir, execution: Execution | None = None, *, r
     out_dir = Path(out_dir)
     ex = _with_options(execution, options).resolve(spec.execution)
     if ex.backend == "dask" and ex.client is None:
-        # before the directory is claimed: a missing dask left the sweep 'running' and refused a plain re-run
-        try:
-            import dask.distributed  # noqa: F401
-        except ImportError:
-            raise MibenchError("--backend dask needs dask[distributed] (pip install 'mibench[cluster]')") from None
+        dask_api()   # before the directory is claimed: a missing dask left the sweep 'running'
     cells = spec.cells()
     t0 = time.perf_counter()
     with sigterm_requests_stop(), sweep_lock(out_dir):
@@ -564,10 +555,7 @@ def _stop_pool(pool) -> None:
 def _run_dask(todo, out_dir: Path, ex: Execution, progress: _Progress, resuming: set, payload) -> None:
     from mibench.protocols.runtime import check_stop
 
-    try:
-        from dask.distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise MibenchError("--backend dask needs dask[distributed] (pip install 'mibench[cluster]')") from None
+    Client, LocalCluster, as_completed = dask_api()
     ship = (not ex.shared_fs) if ex.shared_fs is not None else bool(ex.address)
     cluster = None
     client = ex.client

@@ -216,4 +216,4 @@ def test_config_of_a_sample_run_reruns_it(tmp_path):
 @pytest.mark.parametrize("flag", ["--workers", "--threads"])
 def test_sweep_workers_and_threads_below_one_are_refused(tmp_path, capsys, flag):
     assert main(["sweep", "--task", "gaussian", "--steps", "10", flag, "0", "--out", str(tmp_path / "s")]) == 2
-    one_line_error(capsys, 2, f"{flag} must be >= 1")
+    one_line_error(capsys, 2, f"{flag} must be an integer >= 1")

@@ -388,7 +388,7 @@ def test_the_lock_finds_a_symlinked_directory_and_a_complete_cell_drops_an_old_f
     ('tasks = ["gaussian"]\nparams = "dim=4"\n', ".toml", "params must be a table"),
     ('tasks = [{task = "gaussian", params = [1, 2]}]\n', ".toml", "params must be a table"),
     ('tasks = ["gaussian"]\nexecution = [1]\n', ".toml", "[execution] must be a table"),
-    ('tasks = ["gaussian"]\n[execution]\nworkers = "two"\n', ".toml", "--workers must be an integer >= 1"),
+    ('tasks = ["gaussian"]\n[execution]\nworkers = "two"\n', ".toml", "--workers must be an integer"),
     ("- gaussian\n", ".yaml", "must be a table / mapping at the top level"),
 ])
 def test_config_mistakes_are_one_line(tmp_path, capsys, text, suffix, needle):
