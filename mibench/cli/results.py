@@ -42,14 +42,16 @@ def _leaderboard_parser(sub) -> None:
 def _unfinished_sweep_cells(paths) -> list[str]:
     """A note per sweep directory among ``paths`` whose manifest lists cells that are not complete (a cell
     never started has no run directory, so no 'skipping incomplete run' line says it is missing)."""
-    import json
+    from mibench.errors import UnreadableInput
+    from mibench.records import read_manifest
 
     notes = []
     for p in map(Path, paths):
         try:
-            cells = json.loads((p / "sweep.json").read_text()).get("cells", [])
-        except (OSError, ValueError, AttributeError):
-            continue
+            manifest = read_manifest(p) if p.is_dir() else None
+        except UnreadableInput:
+            continue            # a damaged manifest: the leaderboard reads the run directories, not it
+        cells = (manifest or {}).get("cells", [])
         left = [c for c in cells if isinstance(c, dict) and c.get("status") != "complete"]
         if left:
             notes.append(f"note: {len(left)} of the {len(cells)} cells of the sweep {p} are not complete "

@@ -26,7 +26,7 @@ from torch import nn
 from mibench.critics.mlp import mlp
 from mibench.estimators.kinds import BLACK_BOX, LOWER_BOUND
 from mibench.estimators.members import member_roll, members_of
-from mibench.estimators.trained import HeldOutEstimator, TrainedSettings
+from mibench.estimators.trained import HeldOutEstimator, TrainedSettings, per_pair_stderr
 
 #: exponents above this are clamped while training (never in the readout): a fresh u can be far below
 #: the log partition function, and e^{40} already gives a gradient that resets it
@@ -86,4 +86,4 @@ class FLOEstimator(HeldOutEstimator):
 
     def readout(self, models, x, y):
         terms = models["flo"].terms(x, y, min(self.settings.test_negatives, x.shape[0] - 1), None).double()
-        return float(terms.mean()), {"stderr": float(terms.std() / terms.numel() ** 0.5)}
+        return float(terms.mean()), {"stderr": per_pair_stderr(terms)}

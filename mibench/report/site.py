@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 from mibench.errors import MibenchError
+from mibench.records import CONFIG, MANIFEST
 from mibench.records.io import float_or_nan
 
 HERE = Path(__file__).resolve().parent
@@ -352,7 +353,7 @@ def _check_site_dir(out: Path) -> None:
     directory, or any other directory, would overwrite or delete what is there."""
     if not out.is_dir() or not any(out.iterdir()):
         return
-    if (out / "config.json").exists() or (out / "sweep.json").exists():
+    if (out / CONFIG).exists() or (out / MANIFEST).exists():
         raise MibenchError(f"{out} is a run or sweep directory: write the site elsewhere (its leaderboard.csv and "
                            "figures would be replaced)")
     if not ((out / "index.html").is_file() and (out / "assets").is_dir()):

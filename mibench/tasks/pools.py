@@ -358,6 +358,12 @@ class BSCSources:
     Subclasses set ``name``, ``ds``, ``device``, ``_beta = {}`` and define ``sample_with_classes``.
     """
 
+    def check_pairing(self) -> None:
+        """With the paper's exclusion (``exclude_same_item``), refuse a pool too small for the reported truth
+        (:func:`check_exclusion_excess`); call once the pool is loaded."""
+        if getattr(self, "exclude_same_item", False):
+            check_exclusion_excess(self.pool.sizes.tolist(), self.ds)
+
     def crossover(self, mi_bits: float) -> float:
         """BSC crossover beta for ``mi_bits`` (exact root, memoised per task)."""
         beta = self._beta.get(mi_bits)

@@ -29,14 +29,7 @@ import torch
 
 from mibench.data.sources import shown_path
 from mibench.errors import MibenchError
-from mibench.tasks.pools import (
-    BSCSources,
-    ClassPool,
-    cached_filter,
-    check_exclusion_excess,
-    check_kept_pool,
-    pool_info,
-)
+from mibench.tasks.pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
 from mibench.tasks.registry import TASKS
 from mibench.tasks.vision import pairing_info, parse_layout
 
@@ -128,8 +121,7 @@ class TextTask(BSCSources):
         self.device = torch.device(device)
         self.pool, self._pool_info = load_imdb_pool(data_dir, encoder, n_per_class, max_length, split, margin,
                                                     self.device, standardize=bool(standardize))
-        if self.exclude_same_item:
-            check_exclusion_excess(self.pool.sizes.tolist(), self.ds)
+        self.check_pairing()
         self.hidden = int(self.pool.items.shape[1])
         self.dr = self.dim_x = self.dim_y = self.ds * self.hidden
         self._beta: dict[float, float] = {}

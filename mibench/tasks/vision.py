@@ -33,14 +33,7 @@ import torch.nn.functional as F
 
 from mibench.data.sources import shown_path
 from mibench.errors import MibenchError
-from mibench.tasks.pools import (
-    BSCSources,
-    ClassPool,
-    cached_filter,
-    check_exclusion_excess,
-    check_kept_pool,
-    pool_info,
-)
+from mibench.tasks.pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
 from mibench.tasks.registry import TASKS
 
 PATCH = 28
@@ -312,8 +305,7 @@ class VisionTask(BSCSources):
         self.nuisance = check_nuisance(nuisance)
         self.device = torch.device(device)
         self.pool, self._pool_info = load_mnist_pool(data_dir, n_per_class, margin, self.device)
-        if self.exclude_same_item:
-            check_exclusion_excess(self.pool.sizes.tolist(), self.ds)
+        self.check_pairing()
         from mibench.utils.limits import check_fits
 
         check_fits(memory_needs(self.layout, self.side, len(self.pool)), self.device,

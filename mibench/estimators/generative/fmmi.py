@@ -32,7 +32,7 @@ import torch
 
 from mibench.estimators.generative.nets import TimeMLP
 from mibench.estimators.members import member_randperm, members_of
-from mibench.estimators.trained import HeldOutEstimator, TrainedSettings
+from mibench.estimators.trained import HeldOutEstimator, TrainedSettings, per_pair_stderr
 
 EXACT_DIV_MAX_DIM = 32
 HUTCHINSON_PROBES = 4
@@ -122,5 +122,5 @@ class FMMI(HeldOutEstimator):
         # between independent endpoints the path narrows and widens again, each part is of the order of the
         # moving dimensions (in nats) and the MI is their small difference (docs/reference-table.md, fmmi-j)
         halves = [float(v[m].sum() / v.numel()) for m in (t < 0.5, t >= 0.5)]
-        return float(v.mean()), {"stderr": float(v.std() / v.numel() ** 0.5), "passes": self.readout_passes,
+        return float(v.mean()), {"stderr": per_pair_stderr(v), "passes": self.readout_passes,
                                  "path_first_half": halves[0], "path_second_half": halves[1]}
