@@ -26,6 +26,7 @@ import sys
 import time
 import warnings
 from dataclasses import replace
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -36,6 +37,16 @@ from mibench.estimation.settings import EstimateSettings, SizedTraining, Trainin
 MIN_SAMPLES = 100
 NEAR_CEILING_NATS = 1.0   # status near_ceiling within this of the readout's ceiling (InfoNCE: log m)
 UNITS = ("bits", "nats")
+
+
+class TrainedCritic(NamedTuple):
+    """One critic trained by :func:`_train_critic`."""
+
+    outcome: Any                 # mibench.estimation.training.TrainingOutcome
+    used: dict                   # the settings used
+    n_parameters: int            # trainable parameters of the critic and the head
+    ceiling_nats: float          # the largest value the head's readout can take on its held-out matrix
+    offset_nats: float           # how far below the MI the head's readout sits by design (js-paper: 1/e)
 
 
 class DependenceWarning(UserWarning):
@@ -275,7 +286,6 @@ def _critic_estimate(xa, ya, settings: EstimateSettings, sizes: SizedTraining, b
     from mibench.estimation.defaults import default_settings
     from mibench.estimation.dependence import deterministic_dependence
     from mibench.estimation.preprocess import standardise_columns
-    from mibench.estimators import make_estimator
     from mibench.estimators.reduce import REDUCE_ABOVE_DIM, apply_reduction, fit_canonical_reduction
     from mibench.utils.device import resolve_device
 
@@ -311,15 +321,15 @@ def _critic_estimate(xa, ya, settings: EstimateSettings, sizes: SizedTraining, b
         standardise_columns((a, b), tr, prep)
         if settings.progress and len(candidates) > 1:
             print(f"preprocess {prep}:", file=sys.stderr)
-        tried.append((prep, *_train_critic(a, b, tr, te, est_name, sizes.values, settings, dev)))
+        tried.append((prep, _train_critic(a, b, tr, te, est_name, sizes.values, settings, dev)))
     # preprocess="auto": the map whose critic reads the higher held-out value (the choice is made on the
     # same held-out pairs as the choice of checkpoint; both maps leave I(X;Y) unchanged)
-    prep, out, used, n_parameters, ceiling = max(
-        tried, key=lambda c: c[1].raw if math.isfinite(c[1].raw) else -math.inf)
-    used = {**used, "embed": settings.embed, "test_fraction": settings.test_fraction, "preprocess": prep,
+    prep, trained = max(tried, key=lambda c: c[1].outcome.raw if math.isfinite(c[1].outcome.raw) else -math.inf)
+    out = trained.outcome
+    used = {**trained.used, "embed": settings.embed, "test_fraction": settings.test_fraction, "preprocess": prep,
             "reduce": bool(reduce), "device": str(dev)}
     if len(tried) > 1:
-        used["preprocess_values"] = {p: float(o.raw) for p, o, *_ in tried}
+        used["preprocess_values"] = {p: float(t.outcome.raw) for p, t in tried}
     if reduction is not None:
         used["reduction"] = reduction
     if not math.isfinite(out.raw):
@@ -328,11 +338,10 @@ def _critic_estimate(xa, ya, settings: EstimateSettings, sizes: SizedTraining, b
     from mibench.estimation.plausibility import implausible
 
     status = out.status
-    if sizes.n_test and out.raw > ceiling - NEAR_CEILING_NATS:
+    if sizes.n_test and out.raw > trained.ceiling_nats - NEAR_CEILING_NATS:
         status = "near_ceiling"
     mi = max(out.raw, 0.0)
-    offset = float(getattr(make_estimator(est_name), "offset_nats", 0.0))
-    flag = implausible(out.raw, used["readout_pairs"], out.stderr, offset) if sizes.n_test else None
+    flag = implausible(out.raw, used["readout_pairs"], out.stderr, trained.offset_nats) if sizes.n_test else None
     if flag:
         status, used["implausible"] = flag
         mi = math.nan if status == "failed_fit" else mi
@@ -342,7 +351,7 @@ def _critic_estimate(xa, ya, settings: EstimateSettings, sizes: SizedTraining, b
         curve=out.curve * scale, train_estimate=out.train_estimate * scale, n_train=sizes.n_train,
         n_test=sizes.n_test, diverged_at=out.diverged_at, status=status, mi_stderr=out.stderr * scale,
         mi_raw=out.raw * scale, clipped=bool(out.raw < 0), seconds=time.perf_counter() - t_start,
-        n_parameters=n_parameters, best_step=out.best_step, steps_run=out.steps_run,
+        n_parameters=trained.n_parameters, best_step=out.best_step, steps_run=out.steps_run,
         held_out_curve=np.array([(st, v * scale) for st, v, _ in out.held]).reshape(-1, 2), settings=used)
 
 
@@ -374,8 +383,8 @@ def _train_critic(xa, ya, tr, te, est_name: str, s: dict, settings: EstimateSett
 
     Returns
     -------
-    (TrainingOutcome, settings used, trainable parameters, the largest value the head's readout can take
-    on its held-out matrix, in nats)
+    TrainedCritic : the outcome, the settings used, the trainable parameters, the readout's ceiling and the
+    head's designed offset.
     """
     import torch
 
@@ -431,4 +440,6 @@ def _train_critic(xa, ya, tr, te, est_name: str, s: dict, settings: EstimateSett
     ceiling = getattr(head, "ceiling_nats", None)
     k = readout_pairs(head, len(te))          # the readout's matrix: at most 4,096 held-out pairs a side
     used["readout_pairs"] = k
-    return out, used, n_parameters, float(ceiling(k)) if ceiling is not None and len(te) else math.inf
+    return TrainedCritic(outcome=out, used=used, n_parameters=n_parameters,
+                         ceiling_nats=float(ceiling(k)) if ceiling is not None and len(te) else math.inf,
+                         offset_nats=float(getattr(head, "offset_nats", 0.0)))

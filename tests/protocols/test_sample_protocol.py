@@ -99,7 +99,7 @@ def test_estimate_status_and_stderr_reach_csv_summary_and_leaderboard(tmp_path):
     assert all(math.isfinite(float(r["mi_stderr"])) and float(r["mi_stderr"]) >= 0 for r in crit)
     assert all(r["clipped"] in ("True", "False") for r in crit)
     box = [r for r in rows if r["estimator"] == "gaussian"]
-    assert all(r["mi_status"] == r["mi_stderr"] == r["clipped"] == "" for r in box)
+    assert all(r["mi_status"] == r["mi_stderr"] == "" and r["clipped"] == "False" for r in box)
     summ = {r["estimator"]: r for r in _csv(out / "summary.csv")}
     counts = dict(kv.split(":") for kv in summ["infonce"]["mi_status"].split(";"))
     assert sum(map(int, counts.values())) == 2 and set(counts) <= set(STATUSES)
@@ -368,6 +368,26 @@ def test_load_runs_keeps_each_sample_estimates_own_status(tmp_path):
     df = mibench.load_runs(tmp_path / "r")
     status = dict(zip(df["estimator"], df["status"]))
     assert status == {name: "implausible", "gaussian": "ok"} and set(df["run_status"]) == {"complete"}
+
+
+def test_a_plausible_negative_sample_estimate_is_recorded_clipped_as_estimate_reports_it(tmp_path):
+    """A sample estimator's small negative value (within the plausibility margin) was recorded as read,
+    -0.07 bits with status ok, where mibench.estimate reports 0 with clipped and a critic bound's estimate
+    is recorded so: the sample protocol now records 0 and clipped too."""
+    import mibench
+
+    def slightly_negative(x, y):
+        return -0.001
+
+    name = mibench.register_estimator("slightly-negative-test", slightly_negative, replace=True)
+    run_sample(SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=[name, "gaussian"], mi=1,
+                n=400, seeds=[0], timeout=None), out_dir=tmp_path / "r", plot=False)
+    rows = {r["estimator"]: r for r in _csv(tmp_path / "r" / "sample_estimates.csv")}
+    assert rows[name]["status"] == "ok" and float(rows[name]["estimate"]) == 0.0 and rows[name]["clipped"] == "True"
+    assert rows["gaussian"]["clipped"] == "False" and float(rows["gaussian"]["estimate"]) > 0.5
+    rng = np.random.default_rng(0)
+    direct = mibench.estimate(rng.normal(size=(400, 1)), rng.normal(size=(400, 1)), estimator=name)
+    assert direct.mi == 0.0 and direct.clipped
 
 
 def test_a_level_snapped_to_the_tasks_maximum_is_recorded_as_drawn(tmp_path):

@@ -82,6 +82,11 @@ def _finish(out: dict, value: float, sample_obj, n: int) -> None:
         flag = implausible(value, pairs_read(sample_obj, n), out["mi_stderr_nats"])
         if flag:
             out["mi_status"], out["error"] = flag
+        elif math.isfinite(value):
+            # a plausible value below zero is recorded as 0 and marked clipped, as mibench.estimate reports
+            # it and as a critic bound's estimate is recorded
+            out["clipped"] = value < 0
+            out["value_nats"] = max(value, 0.0)
     if not math.isfinite(value):
         out["status"] = "non_finite"
         out["error"] = f"estimate is {value}"
@@ -152,8 +157,6 @@ def run_job(job) -> dict | list[dict]:
     """What an estimate worker runs: a :class:`CellJob` (a list of results) or :func:`estimate_once`'s
     arguments (one result)."""
     return estimate_cell(job) if isinstance(job, CellJob) else estimate_once(*job)
-
-
 
 
 def bits_or_empty(nats):
