@@ -381,7 +381,7 @@ def test_a_plausible_negative_sample_estimate_is_recorded_clipped_as_estimate_re
 
     name = mibench.register_estimator("slightly-negative-test", slightly_negative, replace=True)
     run_sample(SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=[name, "gaussian"], mi=1,
-                n=400, seeds=[0], timeout=None), out_dir=tmp_path / "r", plot=False)
+                            n=400, seeds=[0], timeout=None), out_dir=tmp_path / "r", plot=False)
     rows = {r["estimator"]: r for r in _csv(tmp_path / "r" / "sample_estimates.csv")}
     assert rows[name]["status"] == "ok" and float(rows[name]["estimate"]) == 0.0 and rows[name]["clipped"] == "True"
     assert rows["gaussian"]["clipped"] == "False" and float(rows["gaussian"]["estimate"]) > 0.5
