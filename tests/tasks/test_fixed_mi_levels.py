@@ -163,3 +163,14 @@ def test_the_label_channel_runs_at_its_maximum(tmp_path):
         pytest.skip(f"full MNIST not available ({exc})")
     _, _, cx, cy = task.sample_with_classes(500, float(f"{task.max_mi_bits:.6g}"), torch.Generator().manual_seed(0))
     assert torch.equal(cx, cy)                                     # error-free channel: log2 K bits
+
+
+def test_a_stream_level_snapped_to_the_tasks_maximum_is_scored_as_drawn():
+    """The streaming protocol drew a request within the printed precision of the task's maximum at the
+    maximum (3.322 bits as log2 10) but scored the estimates against the request."""
+    try:
+        prepared = prepare_stream(StreamConfig(task="mutinfo-channel-mnist", mi="1,3.322", steps=10, device="cpu"))
+    except MibenchError as exc:
+        pytest.skip(f"full MNIST not available ({exc})")
+    assert prepared.schedule.levels == (1.0, math.log2(10)) and prepared.config.mi == [1.0, math.log2(10)]
+    assert set(prepared.schedule.true_mi()) == {1.0, math.log2(10)}

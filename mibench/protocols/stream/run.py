@@ -75,8 +75,13 @@ def prepare(cfg: StreamConfig) -> PreparedStream:
         raise MibenchError("--precision tf32 needs a CUDA device (on CPU use fp32, or bf16 as the reduced-precision "
                            "option)")
     task = make_task(cfg.task, device=device, **cfg.task_params)
-    for level in schedule.levels:
-        check_mi_request(task.name, level, task.max_mi_bits, _capacity_note(task))
+    # the levels the data is drawn at: a request within the printed precision of the task's maximum is
+    # drawn at the maximum, and the schedule that scores the estimates says so
+    drawn = tuple(check_mi_request(task.name, level, task.max_mi_bits, _capacity_note(task))
+                  for level in schedule.levels)
+    if drawn != schedule.levels:
+        schedule = MISchedule(drawn, schedule.steps)
+        cfg = dataclasses.replace(cfg, mi=list(drawn) if len(drawn) > 1 else drawn[0])
     check_memory(cfg, task, device)
     return PreparedStream(cfg, device, task, schedule)
 
