@@ -86,7 +86,11 @@ def _estimate_worker_main(conn, payload: bytes | None, sys_path: list, parent_pi
             return
         if job is None:
             return
-        conn.send(("done", run_job(job)))
+        result = run_job(job)
+        try:
+            conn.send(("done", result))
+        except OSError:      # the parent is gone (killed): nobody to answer, and nothing to report
+            return
 
 
 class EstimateWorker:

@@ -12,7 +12,8 @@ table).
 One driver per sweep directory (an OS file lock beside it); the manifest ``sweep.json`` is
 written by the driver only (:class:`mibench.records.SweepManifest`).  A failing cell writes
 ``failed.json`` (error + traceback) into its directory and is recorded in the manifest; the sweep
-carries on.
+carries on.  A pool worker process that dies fails its own cell only (:meth:`SweepProgress.lost`); the
+other cells go to a fresh pool.  The driver's bookkeeping is :mod:`mibench.sweep.progress`.
 """
 from __future__ import annotations
 
@@ -29,22 +30,10 @@ from pathlib import Path
 from mibench.errors import MibenchError, one_line
 from mibench.sweep.dask_api import dask_api
 from mibench.sweep.lock import sweep_lock
-from mibench.sweep.plan import cell_status, clear_cell, plan
+from mibench.sweep.plan import clear_cell, plan
+from mibench.sweep.progress import FAILED, CellResult, SweepProgress, write_failed
 from mibench.sweep.spec import SweepSpec
 from mibench.utils.checks import check_positive_int
-
-FAILED = "failed.json"
-
-
-@dataclass
-class CellResult:
-    name: str
-    status: str                        # complete | failed | skipped
-    wall_seconds: float | None = None
-    diverged: dict = field(default_factory=dict)
-    error: str | None = None
-    host: str | None = None
-    failed_estimates: list = field(default_factory=list)
 
 
 @dataclass
@@ -195,15 +184,6 @@ def _threads_for_this_worker() -> int:
         w = get_worker()
         per = int(getattr(w, "nthreads", None) or w.state.nthreads)
     return max(1, available_cores() // max(1, per))
-
-
-def _receive_files(cell_dir: Path, files: dict) -> None:
-    """Write shipped files atomically, config.json last (it is what marks the cell complete)."""
-    from mibench.records import write_bytes
-
-    cell_dir.mkdir(parents=True, exist_ok=True)
-    for name in sorted(files, key=lambda n: n == "config.json"):
-        write_bytes(cell_dir / name, files[name])
 
 
 @dataclass
@@ -359,89 +339,7 @@ def _with_options(execution: Execution | None, options: dict) -> Execution:
     return replace(execution or Execution(), **options)
 
 
-class _Progress:
-    """The driver's account of one invocation: each cell's status in the manifest, its
-    :class:`CellResult` and a progress line as it starts and finishes."""
-
-    def __init__(self, out_dir: Path, manifest, results: dict, total: int, log):
-        self.out_dir, self.manifest, self.results, self.total, self.log = out_dir, manifest, results, total, log
-        self.n = 0
-
-    def started(self, cell, status: str = "queued") -> None:
-        self.manifest.update(cell.name, status=status, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-
-    def finished(self, cell, res: dict) -> None:
-        self.n += 1
-        d = self.out_dir / cell.name
-        if res.get("files"):
-            _receive_files(d, res["files"])
-        manifest = self.manifest
-        entry = manifest.by_name[cell.name]
-        status = res.get("status", "failed")
-        manifest.update(cell.name, status=status, wall_seconds=res.get("wall_seconds"),
-                        diverged=res.get("diverged") or {}, error=res.get("error"), host=res.get("host"),
-                        pid=res.get("pid"), failed_estimates=len(res.get("failed_estimates") or []),
-                        attempts=entry.get("attempts", 0) + 1, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-        if status != "failed":
-            manifest.by_name[cell.name].pop("error", None)
-        manifest.write()
-        self.results[cell.name] = CellResult(cell.name, status, res.get("wall_seconds"), res.get("diverged") or {},
-                                             res.get("error"), res.get("host"), list(res.get("failed_estimates") or []))
-        extra = ""
-        if status == "failed":
-            extra = f"  FAILED: {res.get('error')} (see {d / FAILED})"
-        elif res.get("failed_estimates"):
-            extra = f"  {len(res['failed_estimates'])} estimate(s) failed"
-        elif res.get("diverged"):
-            extra = "  diverged: " + ", ".join(f"{k} at step {v}" for k, v in res["diverged"].items())
-        wall = res.get("wall_seconds")
-        self.log(f"[{self.n}/{self.total}] {status:<8} {cell.name}" + (f"  {wall:.1f}s" if wall is not None else "")
-                 + extra)
-
-    def interrupted(self, todo) -> None:
-        """The driver was interrupted: each cell it had queued or running is recorded with the status
-        its run directory holds (:func:`~mibench.sweep.plan.cell_status`), so a cell that completed
-        before the driver read its result stays complete; a queued cell that never started stays
-        pending, one that started is interrupted -- in its own config.json too, where its worker was
-        killed before it could record that (:func:`_record_killed`)."""
-        from mibench.records import read_config
-
-        for c in todo:
-            entry = self.manifest.by_name[c.name]
-            if entry["status"] not in ("running", "queued"):
-                continue
-            _record_killed(self.out_dir / c.name)
-            status = cell_status(self.out_dir / c.name)
-            if status == "complete":
-                cfg = read_config(self.out_dir / c.name)
-                self.manifest.update(c.name, status="complete", wall_seconds=cfg.get("wall_seconds"),
-                                     diverged=cfg.get("diverged") or {}, attempts=entry.get("attempts", 0) + 1)
-            elif status == "failed":
-                self.manifest.update(c.name, status="failed", error=read_config(self.out_dir / c.name).get("error"))
-            elif status is None and entry["status"] == "queued":
-                self.manifest.update(c.name, status="pending")
-            else:
-                self.manifest.update(c.name, status="interrupted")
-        self.manifest.write("interrupted")
-
-
-def _record_killed(cell_dir: Path) -> None:
-    """A cell whose run is ``running`` in its config.json but whose writer is gone (``stale``: the
-    driver killed the worker after :data:`STOP_WORKERS_SECONDS`, e.g. in an estimate that runs in
-    the worker's own process) is recorded ``interrupted`` there, as the run itself records a stop:
-    the writer is dead, so nothing else writes that file."""
-    from mibench.errors import UnreadableInput
-    from mibench.records import RunWriter, read_config, run_status
-
-    if not (cell_dir / "config.json").is_file():
-        return
-    with contextlib.suppress(UnreadableInput):
-        cfg = read_config(cell_dir)
-        if run_status(cfg) == "stale":
-            RunWriter(cell_dir, cfg).finish("interrupted")
-
-
-def _start_manifest(spec: SweepSpec, out_dir: Path, cells, p, meta: dict, log) -> _Progress:
+def _start_manifest(spec: SweepSpec, out_dir: Path, cells, p, meta: dict, log) -> SweepProgress:
     """The manifest of this invocation, written ``running``: complete cells recorded as skipped,
     the cells to redo cleared."""
     from mibench.records import SweepManifest, read_config
@@ -456,10 +354,10 @@ def _start_manifest(spec: SweepSpec, out_dir: Path, cells, p, meta: dict, log) -
     for c in p.todo:
         clear_cell(out_dir / c.name)        # a failed or half-written cell: start it afresh
     manifest.write("running")
-    return _Progress(out_dir, manifest, results, len(p.to_run), log)
+    return SweepProgress(out_dir, manifest, results, len(p.to_run), log)
 
 
-def _dispatch(p, out_dir: Path, ex: Execution, progress: _Progress) -> None:
+def _dispatch(p, out_dir: Path, ex: Execution, progress: SweepProgress) -> None:
     """Run the plan's cells on the execution's backend; an interruption is recorded, then re-raised."""
     from mibench.protocols.workers import plugin_payload
 
@@ -479,7 +377,7 @@ def _version() -> str:
     return __version__
 
 
-def _run_local(todo, out_dir: Path, ex: Execution, progress: _Progress, resuming: set, payload) -> None:
+def _run_local(todo, out_dir: Path, ex: Execution, progress: SweepProgress, resuming: set, payload) -> None:
     from mibench.protocols.runtime import check_stop
 
     if ex.workers == 1:
@@ -490,13 +388,25 @@ def _run_local(todo, out_dir: Path, ex: Execution, progress: _Progress, resuming
             progress.finished(c, execute_cell(c.config, str(out_dir / c.name), ex.threads, ex.plot,
                                               resume=c.name in resuming, threads_rule=ex.threads_rule))
         return
+    losses: dict[str, int] = {}
+    while todo:      # a pool that broke (a worker process died) leaves cells to run on a fresh one
+        todo = _run_pool(todo, out_dir, ex, progress, resuming, payload, losses)
+
+
+def _run_pool(todo, out_dir: Path, ex: Execution, progress: SweepProgress, resuming: set, payload,
+              losses: dict) -> list:
+    """Run ``todo`` on a pool of ``ex.workers`` spawned processes; return the cells to run on a fresh pool
+    when a worker process died and broke this one (:meth:`SweepProgress.lost`), else []."""
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
 
+    from mibench.protocols.runtime import check_stop
     from mibench.protocols.workers import watch_parent
 
     pool = ProcessPoolExecutor(max_workers=ex.workers, mp_context=mp.get_context("spawn"),
                                initializer=watch_parent, initargs=(os.getpid(),))
+    lost = []
     try:
         futures = {}
         for c in todo:
@@ -504,25 +414,32 @@ def _run_local(todo, out_dir: Path, ex: Execution, progress: _Progress, resuming
                                 c.name in resuming, ex.threads_rule)] = c
             progress.started(c)
         progress.manifest.write()
-        pending = set(futures)
+        pending, look = set(futures), 0.0
         while pending:
             check_stop()           # SIGTERM: raised here, and passed on to the workers by _stop_pool
             done, pending = wait(pending, timeout=STOP_POLL_SECONDS, return_when=FIRST_COMPLETED)
             for fut in done:
-                _finished(fut, futures[fut], out_dir, progress, "worker process failed")
+                if isinstance(fut.exception(), BrokenProcessPool):
+                    lost.append(futures[fut])
+                else:
+                    _finished(fut, futures[fut], out_dir, progress, "worker process failed")
+            if time.monotonic() >= look:     # the cells a worker has taken, from their run directories
+                progress.mark_running(futures[f] for f in pending)
+                look = time.monotonic() + RUNNING_LOOK_SECONDS
     except BaseException:
         _stop_pool(pool)
         raise
     pool.shutdown(wait=True)
+    return progress.lost(lost, resuming, losses)
 
 
-def _finished(fut, c, out_dir: Path, progress: _Progress, what: str) -> None:
+def _finished(fut, c, out_dir: Path, progress: SweepProgress, what: str) -> None:
     """Record the result of cell ``c``'s future (a future that raised: its worker died, ``what``)."""
     try:
         res = fut.result()
     except Exception as exc:   # a worker process died (OOM kill, segfault, ...), a dask task was lost
         res = {"status": "failed", "error": f"{what}: {type(exc).__name__}: {exc}"}
-        _write_failed(out_dir / c.name, res["error"], c.config)
+        write_failed(out_dir / c.name, res["error"], c.config)
     progress.finished(c, res)
 
 
@@ -530,6 +447,8 @@ def _finished(fut, c, out_dir: Path, progress: _Progress, what: str) -> None:
 STOP_WORKERS_SECONDS = 20.0
 #: how often a driver waiting for its cells checks for a stop request (seconds)
 STOP_POLL_SECONDS = 0.2
+#: how often a driver looks at its queued cells' run directories for the ones a worker has started
+RUNNING_LOOK_SECONDS = 2.0
 
 
 def _stop_pool(pool) -> None:
@@ -552,7 +471,7 @@ def _stop_pool(pool) -> None:
                 proc.join(5.0)
 
 
-def _run_dask(todo, out_dir: Path, ex: Execution, progress: _Progress, resuming: set, payload) -> None:
+def _run_dask(todo, out_dir: Path, ex: Execution, progress: SweepProgress, resuming: set, payload) -> None:
     from mibench.protocols.runtime import check_stop
 
     Client, LocalCluster, as_completed = dask_api()
@@ -579,9 +498,12 @@ def _run_dask(todo, out_dir: Path, ex: Execution, progress: _Progress, resuming:
             futures[fut] = c
             progress.started(c)
         progress.manifest.write()
-        done = as_completed(list(futures))
+        done, look = as_completed(list(futures)), 0.0
         while not done.is_empty():
             check_stop()           # SIGTERM: raised here; closing the client and cluster stops the cells
+            if time.monotonic() >= look:     # on a shared filesystem, the cells a worker has started
+                progress.mark_running(c for f, c in futures.items() if not f.done())
+                look = time.monotonic() + RUNNING_LOOK_SECONDS
             if not done.has_ready():
                 time.sleep(STOP_POLL_SECONDS)
                 continue
@@ -592,9 +514,3 @@ def _run_dask(todo, out_dir: Path, ex: Execution, progress: _Progress, resuming:
             client.close()
         if cluster is not None:
             cluster.close()
-
-
-def _write_failed(cell_dir: Path, error: str, config: dict) -> None:
-    from mibench.records import write_json
-
-    write_json(cell_dir / FAILED, {"error": error, "config": config, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})

@@ -3,6 +3,7 @@ completed stays complete, one never started stays pending, one stopped mid-way i
 report page counts the cells from their directories and says which runs it left out of the ranking."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ from mibench.errors import Terminated
 from mibench.records import read_config
 from mibench.sweep import SweepSpec, run_sweep
 from mibench.sweep.plan import cell_status
+from mibench.sweep.progress import record_killed
 
 TINY = {"tasks": [{"task": "gaussian", "params": {"dim": 2}}], "estimators": ["smile-5"], "seeds": [0, 1, 2, 3],
         "steps": 30, "hidden": 8, "layers": 0, "batch_size": 16, "mi": "1,2", "device": "cpu"}
@@ -296,8 +298,73 @@ def test_a_cell_killed_before_it_recorded_its_stop_is_recorded_interrupted(tmp_p
         cfg = read_config(d)
         cfg["writer"] = {"host": socket.gethostname(), "pid": pid}
         (d / "config.json").write_text(json.dumps(cfg))
-    execute._record_killed(killed)
-    execute._record_killed(alive)
+    record_killed(killed)
+    record_killed(alive)
     cfg = read_config(killed)
     assert cfg["status"] == "interrupted" and "writer" not in cfg and cell_status(killed) == "interrupted"
     assert read_config(alive)["status"] == "running"
+
+
+KILLER = '''
+import os
+import signal
+import time
+
+
+class Killer:
+    """1 nat, after a moment; on a 3-column x with seed 1 it kills the sweep's worker process (the parent
+    of the estimate worker it runs in), as the OOM killer would."""
+
+    kind = "black-box"
+
+    def estimate(self, x, y, seed=0):
+        if seed == 1 and x.shape[1] == 3:
+            os.kill(os.getppid(), signal.SIGKILL)
+            time.sleep(30)
+        time.sleep(1.0)
+        return 1.0
+'''
+
+
+def test_a_killed_worker_process_fails_its_own_cell_only(tmp_path, monkeypatch):
+    """A sweep worker killed mid-cell (SIGKILL: the OOM killer) broke the whole pool, and every cell not
+    yet returned was recorded failed, started or not.  Now the cell whose worker died is failed (with
+    failed.json), the others run on a fresh pool, sweep.json shows the cells running while they run, and
+    --resume finishes the failed cell."""
+    import threading
+
+    from mibench.utils.threads import LoadProbe
+
+    plug = tmp_path / "plug"
+    plug.mkdir()
+    (plug / "killer_est.py").write_text(KILLER)
+    monkeypatch.syspath_prepend(str(plug))
+    monkeypatch.setattr(LoadProbe, "busy_cores", lambda self, min_window=0: 0.0)   # two workers on a busy machine
+    out = tmp_path / "sw"
+    spec = SweepSpec.from_dict({"tasks": [{"task": "gaussian", "params": {"dim": [2, 3, 4, 5]}}],
+                                "estimators": ["killer_est:Killer"], "n": 100,
+                                "seeds": [0, 1], "mi": 1})
+    seen, done = set(), threading.Event()
+
+    def watch():
+        while not done.is_set():
+            with contextlib.suppress(OSError, ValueError):      # read while the driver replaces it
+                seen.update(c["status"] for c in _manifest(out)["cells"])
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        report = run_sweep(spec, out, workers=2, threads=1, plot=False, log=lambda line: None)
+    finally:
+        done.set()
+        watcher.join()
+    m = _manifest(out)
+    status = {c["config"]["task_params"]["dim"]: c["status"] for c in m["cells"]}
+    assert status == {2: "complete", 3: "failed", 4: "complete", 5: "complete"}, status
+    failed = next(c for c in m["cells"] if c["status"] == "failed")
+    assert "worker process died" in failed["error"] and (out / failed["dir"] / "failed.json").is_file()
+    assert report.failed == [failed["name"]] and "running" in seen
+    (plug / "killer_est.py").write_text(KILLER.replace("seed == 1 and", "seed == -1 and"))
+    report = run_sweep(spec, out, workers=2, threads=1, plot=False, resume=True, log=lambda line: None)
+    assert report.ok and {c["status"] for c in _manifest(out)["cells"]} == {"complete"}
