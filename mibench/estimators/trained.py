@@ -152,6 +152,10 @@ def per_pair_stderr(terms) -> float:
 #: (:mod:`mibench.estimation.training`)
 NO_DEPENDENCE_SE = 2.0
 
+#: why a converged readout of an estimator whose number is a loose bound reads ``loose_bound``
+LOOSE_BOUND_REASON = ("the readout is a bound whose gap to the MI the estimator's diagnostics cannot see: read it as "
+                      "a bound, not an estimate")
+
 
 def assess(best: dict, held_out: float, on_training: float | None = None) -> tuple[str, str]:
     """(status, reason) of a trained estimate from its own diagnostics: ``still_improving`` (a network's
@@ -215,6 +219,9 @@ class HeldOutEstimator(MemberTraining):
     #: network unless told: accelerators, whose small steps are launch-bound, and the CPU for the
     #: estimators faster so there (docs/estimators.md, "Members of a cell")
     batch_members_on: ClassVar[tuple] = ("cuda", "mps")
+    #: its number is a bound far from the MI even when training converged (``club``): a converged readout
+    #: then reads ``loose_bound``, a warning (docs/estimators.md, "Statuses")
+    loose_bound: ClassVar[bool] = False
 
     def __init__(self, **options):
         self.settings = settings_from(self.Settings, self.name, options)
@@ -386,6 +393,8 @@ class HeldOutEstimator(MemberTraining):
         if self.status in ("converged", "overfit") and math.isfinite(se) and value <= NO_DEPENDENCE_SE * se:
             self.status, reason = "no_dependence_detected", (f"{value:.3g} nats is at or below {NO_DEPENDENCE_SE:g} "
                                                             f"standard errors ({se:.3g})")
+        if self.status == "converged" and self.loose_bound:
+            self.status, reason = "loose_bound", LOOSE_BOUND_REASON
         self.record({**details, "train_readout": on_training, **({"status_reason": reason} if reason else {})},
                     best, (xtr, xva, xte), device)
         return value

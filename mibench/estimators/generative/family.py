@@ -119,6 +119,8 @@ class CLUBGaussian(_ConditionalModel):
 
     name = "club"
     bound = UPPER_BOUND
+    # above the truth on every task of the reference table, 1.4-6.3x (docs/reference-table.md, "Outliers")
+    loose_bound = True
     Settings: ClassVar[type] = CLUBSettings
 
     def models(self, dx, dy):
