@@ -12,8 +12,8 @@ table).
 One driver per sweep directory (an OS file lock beside it); the manifest ``sweep.json`` is
 written by the driver only (:class:`mibench.records.SweepManifest`).  A failing cell writes
 ``failed.json`` (error + traceback) into its directory and is recorded in the manifest; the sweep
-carries on.  A pool worker process that dies fails its own cell only (:meth:`SweepProgress.lost`); the
-other cells go to a fresh pool.  The driver's bookkeeping is :mod:`mibench.sweep.progress`.
+carries on.  A pool worker process that dies fails the cell it ran, and the other cells go to a fresh
+pool (:meth:`SweepProgress.lost`, :data:`IDLE_POOLS`).  The driver's bookkeeping is :mod:`mibench.sweep.progress`.
 """
 from __future__ import annotations
 
@@ -389,8 +389,17 @@ def _run_local(todo, out_dir: Path, ex: Execution, progress: SweepProgress, resu
                                               resume=c.name in resuming, threads_rule=ex.threads_rule))
         return
     losses: dict[str, int] = {}
+    idle = 0
     while todo:      # a pool that broke (a worker process died) leaves cells to run on a fresh one
+        check_stop()
+        before = progress.n
         todo = _run_pool(todo, out_dir, ex, progress, resuming, payload, losses)
+        idle = idle + 1 if todo and progress.n == before else 0
+        if idle >= IDLE_POOLS:        # workers that die before they finish anything: not a cell's doing
+            for c in todo:
+                progress.fail(c, f"{IDLE_POOLS} pools in a row broke before any cell finished (worker processes "
+                                 "die at start-up or before they record a cell)")
+            return
 
 
 def _run_pool(todo, out_dir: Path, ex: Execution, progress: SweepProgress, resuming: set, payload,
@@ -406,31 +415,40 @@ def _run_pool(todo, out_dir: Path, ex: Execution, progress: SweepProgress, resum
 
     pool = ProcessPoolExecutor(max_workers=ex.workers, mp_context=mp.get_context("spawn"),
                                initializer=watch_parent, initargs=(os.getpid(),))
-    lost = []
+    lost, taken = [], set()          # taken: cells handed to a worker (a future running)
     try:
         futures = {}
-        for c in todo:
-            futures[pool.submit(execute_cell, c.config, str(out_dir / c.name), ex.threads, ex.plot, False, payload,
-                                c.name in resuming, ex.threads_rule)] = c
+        for i, c in enumerate(todo):
+            try:
+                fut = pool.submit(execute_cell, c.config, str(out_dir / c.name), ex.threads, ex.plot, False, payload,
+                                  c.name in resuming, ex.threads_rule)
+            except BrokenProcessPool:
+                lost.extend(todo[i:])
+                break
+            futures[fut] = c
             progress.started(c)
         progress.manifest.write()
         pending, look = set(futures), 0.0
         while pending:
             check_stop()           # SIGTERM: raised here, and passed on to the workers by _stop_pool
+            taken.update(futures[f].name for f in pending if f.running())
             done, pending = wait(pending, timeout=STOP_POLL_SECONDS, return_when=FIRST_COMPLETED)
             for fut in done:
                 if isinstance(fut.exception(), BrokenProcessPool):
                     lost.append(futures[fut])
                 else:
                     _finished(fut, futures[fut], out_dir, progress, "worker process failed")
-            if time.monotonic() >= look:     # the cells a worker has taken, from their run directories
+            if time.monotonic() >= look:     # the cells a worker has started, from their run directories
                 progress.mark_running(futures[f] for f in pending)
                 look = time.monotonic() + RUNNING_LOOK_SECONDS
     except BaseException:
         _stop_pool(pool)
         raise
+    if lost:       # a broken pool: its workers are told to stop and, past the deadline, killed
+        _stop_pool(pool)
+        return progress.lost(lost, taken, resuming, losses)
     pool.shutdown(wait=True)
-    return progress.lost(lost, resuming, losses)
+    return []
 
 
 def _finished(fut, c, out_dir: Path, progress: SweepProgress, what: str) -> None:
@@ -449,6 +467,8 @@ STOP_WORKERS_SECONDS = 20.0
 STOP_POLL_SECONDS = 0.2
 #: how often a driver looks at its queued cells' run directories for the ones a worker has started
 RUNNING_LOOK_SECONDS = 2.0
+#: pools in a row that break before any cell finishes: then the cells left are failed, not retried
+IDLE_POOLS = 3
 
 
 def _stop_pool(pool) -> None:

@@ -27,7 +27,7 @@ def plan(spec: SweepSpec, out_dir) -> Plan:
     run that was interrupted or killed: same config, status interrupted / stale), and cells to run
     (not started, or failed: redone from the start)."""
     from mibench.errors import UnreadableInput
-    from mibench.records import config_diff, fingerprint, is_complete, read_config, run_status
+    from mibench.records import config_diff, is_complete, read_config, run_status
 
     out_dir = Path(out_dir)
     cells = spec.cells()
@@ -42,7 +42,7 @@ def plan(spec: SweepSpec, out_dir) -> Plan:
         except UnreadableInput:
             todo.append(c)              # a cell killed while writing its first config.json
             continue
-        same = fingerprint(recorded["config"]) == fingerprint(c.config)
+        same = same_cell(recorded["config"], c.config)
         if is_complete(d):
             if not same:
                 diff = ", ".join(config_diff(recorded["config"], c.config))
@@ -57,6 +57,26 @@ def plan(spec: SweepSpec, out_dir) -> Plan:
         else:
             todo.append(c)
     return Plan(cells, todo, resume, done)
+
+
+def same_cell(recorded: dict, config: dict) -> bool:
+    """Whether a cell's run recorded the cell's ``config``: the same fingerprint, or the same but for MI
+    levels each within the printed precision of the one recorded -- a run records a level it drew at the
+    task's bound as drawn (:func:`mibench.tasks.base.check_mi_request`: 3.322 bits requested, log2 10
+    drawn and recorded), while the spec keeps the request."""
+    from mibench.protocols.schedule import parse_schedule
+    from mibench.records import config_diff, fingerprint
+    from mibench.tasks.base import printed_tolerance
+
+    if fingerprint(recorded) == fingerprint(config):
+        return True
+    if config_diff(recorded, config) != ["mi"]:
+        return False
+    try:
+        drawn, asked = (parse_schedule(c["mi"], 10**9).levels for c in (recorded, config))
+    except MibenchError:
+        return False
+    return len(drawn) == len(asked) and all(abs(d - a) <= printed_tolerance(d) for d, a in zip(drawn, asked))
 
 
 def _text_encoder_changed(recorded: dict, config: dict) -> str:

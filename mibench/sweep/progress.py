@@ -74,13 +74,15 @@ class SweepProgress:
         if started:
             self.manifest.write()
 
-    def lost(self, cells, resuming: set, losses: dict) -> list:
+    def lost(self, cells, taken: set, resuming: set, losses: dict) -> list:
         """A worker process died (the OOM killer, a signal) and broke the pool: each of ``cells``, those the
-        pool never answered, is recorded as its run directory holds it, and the list of those to run on a
-        fresh pool is returned.  A cell that never started is run again; one the pool's end stopped
-        (``interrupted`` in its config.json) is continued (added to ``resuming``); one complete or failed
-        by its own record is recorded so; one still ``running`` with its writer gone -- the cell whose
-        process died -- is recorded ``failed`` (``--resume`` continues it), as is a cell lost a second time."""
+        pool never answered, is recorded as its run directory holds it, and those to run on a fresh pool are
+        returned.  A cell complete or failed by its own record is recorded so.  One no worker had
+        ``taken`` (still queued) is run again as it was.  Of those taken, each loss counted in ``losses``:
+        the one still ``running`` in its config.json with its writer gone -- the cell whose process died --
+        is failed (``--resume`` continues it); one the pool's end stopped (``interrupted``) is continued
+        (added to ``resuming``), and one that died before it wrote its config.json is run again, once:
+        taken at a second break, either is failed."""
         from mibench.errors import UnreadableInput
         from mibench.records import read_config, run_status
 
@@ -88,27 +90,34 @@ class SweepProgress:
         for c in cells:
             d = self.out_dir / c.name
             try:
-                own = run_status(read_config(d)) if (d / "config.json").is_file() else None
+                cfg = read_config(d) if (d / "config.json").is_file() else None
             except UnreadableInput:
-                own = None
-            losses[c.name] = losses.get(c.name, 0) + 1
-            if own is None or (own == "interrupted" and losses[c.name] < 2):
+                cfg = None
+            own = run_status(cfg) if cfg is not None else None
+            if own in ("complete", "failed") and cell_status(d) == own:
+                self.finished(c, {"status": own, "wall_seconds": cfg.get("wall_seconds"),
+                                  "diverged": cfg.get("diverged") or {}, "error": cfg.get("error"),
+                                  "failed_estimates": cfg.get("failed_estimates") or []})
+                continue
+            if c.name in taken:
+                losses[c.name] = losses.get(c.name, 0) + 1
+            if c.name not in taken or (own in (None, "interrupted") and losses[c.name] < 2):
                 if own == "interrupted":
                     resuming.add(c.name)
                 again.append(c)
-            elif own in ("complete", "failed") and cell_status(d) == own:
-                cfg = read_config(d)
-                self.finished(c, {"status": own, "wall_seconds": cfg.get("wall_seconds"),
-                                  "diverged": cfg.get("diverged") or {}, "error": cfg.get("error")})
             else:
-                error = ("its worker process died (killed by a signal or out of memory) while it ran; "
-                         "--resume continues it")
-                record_killed(d)
-                write_failed(d, error, c.config)
-                self.finished(c, {"status": "failed", "error": error})
+                self.fail(c, "its worker process died (killed by a signal or out of memory) while it ran; "
+                             "--resume " + ("continues" if cfg is not None else "runs") + " it")
         if again:
             self.log(f"a worker process died: {len(again)} cell(s) go to a fresh pool")
         return again
+
+    def fail(self, cell, error: str) -> None:
+        """Record ``cell`` failed with ``error`` where its worker could not: ``failed.json``, its run
+        ``interrupted`` if it was left running (:func:`record_killed`), the manifest."""
+        record_killed(self.out_dir / cell.name)
+        write_failed(self.out_dir / cell.name, error, cell.config)
+        self.finished(cell, {"status": "failed", "error": error})
 
     def interrupted(self, todo) -> None:
         """The driver was interrupted: each cell it had queued or running is recorded with the status
@@ -163,6 +172,8 @@ def receive_files(cell_dir: Path, files: dict) -> None:
 
 
 def write_failed(cell_dir: Path, error: str, config: dict) -> None:
+    """``failed.json`` in ``cell_dir`` (made if the cell never started)."""
     from mibench.records import write_json
 
+    cell_dir.mkdir(parents=True, exist_ok=True)
     write_json(cell_dir / FAILED, {"error": error, "config": config, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})

@@ -368,3 +368,35 @@ def test_a_killed_worker_process_fails_its_own_cell_only(tmp_path, monkeypatch):
     (plug / "killer_est.py").write_text(KILLER.replace("seed == 1 and", "seed == -1 and"))
     report = run_sweep(spec, out, workers=2, threads=1, plot=False, resume=True, log=lambda line: None)
     assert report.ok and {c["status"] for c in _manifest(out)["cells"]} == {"complete"}
+
+
+def test_a_broken_pool_fails_only_the_cells_a_worker_had_taken(tmp_path):
+    """What the driver makes of a broken pool's cells, from their directories: the one left running by a
+    dead writer is failed; one stopped by the pool's end is continued; one never taken goes back to the
+    queue however many pools break (it was failed with the pool before); one taken that died before its
+    config.json is run again once, then failed (a worker that always dies there cannot loop the driver)."""
+    import socket
+    from types import SimpleNamespace
+
+    from fake_runs import write_fake_run
+
+    from mibench.records import SweepManifest
+    from mibench.sweep.progress import SweepProgress
+
+    rows = [{"estimator": "nwj", "true_mi": 2.0, "bias": -0.5, "variance": 0.01, "mse": 0.26}]
+    cells = [SimpleNamespace(name=n, config={"seed": i}) for i, n in enumerate(["dead", "stopped", "queued", "early"])]
+    dead = write_fake_run(tmp_path / "dead", rows, status="running")
+    cfg = read_config(dead)
+    cfg["writer"] = {"host": socket.gethostname(), "pid": 2**22 + 7}
+    (dead / "config.json").write_text(json.dumps(cfg))
+    write_fake_run(tmp_path / "stopped", rows, status="interrupted")
+    manifest = SweepManifest(tmp_path, "t", {}, {c.name: c.config for c in cells}, {})
+    progress = SweepProgress(tmp_path, manifest, {}, len(cells), lambda line: None)
+    resuming, losses = set(), {}
+    again = progress.lost(cells, {"dead", "stopped", "early"}, resuming, losses)
+    assert [c.name for c in again] == ["stopped", "queued", "early"] and resuming == {"stopped"}
+    assert manifest.by_name["dead"]["status"] == "failed" and read_config(dead)["status"] == "interrupted"
+    assert "worker process died" in json.loads((dead / "failed.json").read_text())["error"]
+    again = progress.lost(again, {"early"}, resuming, losses)
+    assert [c.name for c in again] == ["stopped", "queued"]
+    assert manifest.by_name["early"]["status"] == "failed" and (tmp_path / "early" / "failed.json").is_file()

@@ -174,3 +174,22 @@ def test_a_stream_level_snapped_to_the_tasks_maximum_is_scored_as_drawn():
         pytest.skip(f"full MNIST not available ({exc})")
     assert prepared.schedule.levels == (1.0, math.log2(10)) and prepared.config.mi == [1.0, math.log2(10)]
     assert set(prepared.schedule.true_mi()) == {1.0, math.log2(10)}
+
+
+@pytest.mark.parametrize("protocol", [{"n": 200, "estimators": ["ksg"]},
+                                      {"steps": 20, "estimators": ["smile-5"], "batch_size": 16, "hidden": 8}])
+def test_a_sweep_cell_drawn_at_the_tasks_maximum_resumes_as_complete(protocol, tmp_path):
+    """A cell whose run recorded the level it drew at the task's maximum (log2 10 for 3.322) while the spec
+    keeps the request: --resume refused the sweep ("finished with a different config (mi changed)")."""
+    from mibench.sweep import run_sweep
+
+    try:
+        make_task("mutinfo-channel-mnist", n_per_class=60)
+    except MibenchError as exc:
+        pytest.skip(f"full MNIST not available ({exc})")
+    spec = SweepSpec.from_dict({"tasks": [{"task": "mutinfo-channel-mnist", "params": {"n_per_class": 60}}],
+                                "mi": [3.322], "seeds": [0], "device": "cpu", **protocol})
+    out = tmp_path / "sw"
+    assert run_sweep(spec, out, workers=1, plot=False, log=lambda line: None).ok
+    again = run_sweep(spec, out, workers=1, plot=False, resume=True, log=lambda line: None)
+    assert again.ok and again.skipped == 1 and again.ran == 0
