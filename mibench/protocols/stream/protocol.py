@@ -15,6 +15,7 @@ import time
 from mibench.errors import MibenchError
 from mibench.protocols.base import RunProtocol
 from mibench.protocols.params import values_from_args
+from mibench.protocols.setup import schedule_label
 from mibench.protocols.stream.cells import StreamCells
 from mibench.protocols.stream.config import StreamConfig
 from mibench.protocols.stream.records import StreamRecords
@@ -44,7 +45,7 @@ class StreamProtocol(StreamRecords, StreamCells, RunProtocol):
     def default_run_name(self, cfg) -> str:
         est = ",".join(cfg.estimators)
         est = est if len(est) <= 40 else f"{len(cfg.estimators)}est"
-        mi = str(cfg.mi).replace(",", "-")
+        mi = schedule_label(cfg.mi).replace(",", "-")      # a drawn level as printed: 3.32193, not 3.321928094887362
         name = f"{cfg.task}_{est}_{cfg.critic}_{mi}_s{cfg.seed}_{time.strftime('%Y%m%d-%H%M%S')}"
         return re.sub(r"[^A-Za-z0-9_.+-]", "-", name.replace(",", "+"))
 
