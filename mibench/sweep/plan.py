@@ -18,7 +18,11 @@ class Plan:
 
     @property
     def to_run(self) -> list:
-        return self.todo + self.resume
+        """The cells this invocation runs, in the sweep's order: a resumed cell where it stands (run after
+        every new cell, an interrupted cell of a slice came last in the next one, after cells the sweep
+        had ordered behind it)."""
+        order = {c.name: i for i, c in enumerate(self.cells)}
+        return sorted(self.todo + self.resume, key=lambda c: order[c.name])
 
 
 def plan(spec: SweepSpec, out_dir) -> Plan:

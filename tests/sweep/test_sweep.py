@@ -398,3 +398,15 @@ def test_config_mistakes_are_one_line(tmp_path, capsys, text, suffix, needle):
     assert main(["sweep", str(cfg), "--dry-run", "--out", str(tmp_path / "s")]) == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err, err
+
+
+def test_an_invocation_runs_its_cells_in_the_sweeps_order():
+    """Resumed (interrupted) cells ran after every new cell: the reference table's slice left its BMI cells
+    interrupted, and the next slice ran every image cell before them.  The sweep's order holds now."""
+    from types import SimpleNamespace
+
+    from mibench.sweep.plan import Plan
+
+    a, b, c, d = (SimpleNamespace(name=n) for n in "abcd")
+    p = Plan(cells=[a, b, c, d], todo=[c, d], resume=[a], done=[b])
+    assert [x.name for x in p.to_run] == ["a", "c", "d"]
