@@ -27,6 +27,8 @@ the truth:
 * ``minde-c-budget``: ``minde-c`` on the 2-pair Gaussian 5 x 5 (for it the same task as its normal-CDF and
   half-cube versions) and the Student-t 5 x 5 at its default 2,000 steps of 256 and at the MINDE authors'
   9,300 steps of 128: how much of the gap the budget closes.
+* ``minde-spiral``: ``minde-c`` on the spiral version of BMI's 2-pair Gaussian 3 x 3 (the plain task, the
+  control) at its default budget and at the MINDE authors' 9,300 steps of 128.
 * ``gaussian-wide``: ``gaussian`` (the closed form on the sample covariance) on BMI's dense 25 x 25 and
   50 x 50 at n = 3,000, 5,000 and 20,000 beside the plug-in's first-order bias dx dy / (2n) nats: the readouts
   that rest on a Gaussian fitted to n pairs (``gaussian``; ``mienf``'s base, fitted to its training pairs)
@@ -164,6 +166,16 @@ def minde_c_budget(seeds, emit) -> None:
                      f"{secs:6.1f}")
 
 
+def minde_spiral(seeds, emit) -> None:
+    emit("# case minde-spiral: task, steps, batch, seed, estimate (bits), truth (bits), status, seconds")
+    for task in ("spiral-multinormal-sparse-3-3-2-2.0", "multinormal-sparse-3-3-2-2.0"):
+        for steps, batch in ((2000, 256), (9300, 128)):
+            for seed in seeds:
+                est, value, truth, secs = estimate_bits("minde-c", task, 5000, seed, steps=steps, batch_size=batch)
+                emit(f"{task:<36} {steps:>5} {batch:>4} {seed:>3} {value:8.3f} {truth:8.3f} {est.status:<16} "
+                     f"{secs:6.1f}")
+
+
 def gaussian_wide(seeds, emit) -> None:
     emit("# case gaussian-wide: task, n, seed, estimate (bits), truth (bits), error (bits), dx dy / (2n) in bits")
     for task, d in (("multinormal-dense-25-25-0.5", 25), ("multinormal-dense-50-50-0.5", 50)):
@@ -176,7 +188,7 @@ def gaussian_wide(seeds, emit) -> None:
 
 CASES = {"mienf-student": mienf_student, "doe-flow-wide": doe_flow_wide, "generative-n": generative_n,
          "ksg-dims": ksg_dims, "fmmi-j-wide": fmmi_j_wide, "minde-c-budget": minde_c_budget,
-         "gaussian-wide": gaussian_wide}
+         "gaussian-wide": gaussian_wide, "minde-spiral": minde_spiral}
 
 
 def main() -> int:
