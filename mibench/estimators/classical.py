@@ -94,9 +94,10 @@ KSG_MIN_DISTINCT_SHARE = 0.5
 #: (bins - 1)^2 / (2 n) nats (Miller 1955; Paninski 2003 §3), exceeds this
 HISTOGRAM_BIAS_NATS = 0.05
 #: ``gaussian`` reports ``not_gaussian`` where Mardia's multivariate kurtosis of the joint sample is this many
-#: standard errors from its Gaussian value d(d + 2) (Mardia 1970): on BMI's tasks at n = 5,000 the Gaussians
-#: read |z| <= 2.4, the Student-t, spiral, additive-noise, half-cube and normal-CDF ones 20-21,000
-#: (``benchmarks/results/gaussian_status.txt``); checked up to ``NOT_GAUSSIAN_MAX_DIM`` joint dimensions
+#: standard deviations from its mean under normality (Mardia 1970, 1974): on 17 of BMI's tasks at n = 5,000
+#: the Gaussians read within 1.5 of it, the Student-t, spiral 3 x 3, Swiss-roll, additive-noise, bimodal,
+#: half-cube and normal-CDF ones 15 to 21,000 away (``benchmarks/results/gaussian_status.txt``); checked up to
+#: ``NOT_GAUSSIAN_MAX_DIM`` joint dimensions
 NOT_GAUSSIAN_Z, NOT_GAUSSIAN_MAX_DIM = 5.0, 256
 #: ``gaussian`` reports ``high_dimensional`` where the closed form's first-order bias dx dy / (2n) nats exceeds
 #: this (0.25 nats on BMI's dense 50 x 50 at n = 5,000, where it reads +0.36 bits: benchmarks/results/
@@ -241,30 +242,51 @@ def _principal_part(a: np.ndarray, rtol: float = 1e-10) -> np.ndarray:
     return a if keep.all() else centred @ evecs[:, keep]
 
 
+def gaussian_parts(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each side z-scored (the MI does not depend on a column's scale, and covariances of values near 1e200
+    overflow) and restricted to its non-degenerate principal subspace (:func:`_principal_part`): what the
+    closed form and its status read."""
+    return _principal_part(zscore(a)[0]), _principal_part(zscore(b)[0])
+
+
 def gaussian_status(a: np.ndarray, b: np.ndarray) -> str:
-    """How far to trust the closed form on ``a``, ``b`` (rows are pairs): ``not_gaussian`` where Mardia's
-    kurtosis rejects joint normality (then it reads the linear part of the dependence only), else
-    ``high_dimensional`` where its bias dx dy / (2n) nats exceeds :data:`GAUSSIAN_BIAS_NATS`, else ''."""
-    a, b = _principal_part(zscore(a)[0]), _principal_part(zscore(b)[0])
+    """How far to trust the closed form on the parts ``a``, ``b`` (:func:`gaussian_parts`): ``not_gaussian``
+    where Mardia's multivariate kurtosis rejects joint normality (:func:`joint_kurtosis_z`; then it reads the
+    linear part of the dependence only), else ``high_dimensional`` where its bias dx dy / (2n) nats exceeds
+    :data:`GAUSSIAN_BIAS_NATS`, else ''."""
+    if abs(joint_kurtosis_z(a, b)) > NOT_GAUSSIAN_Z:        # NaN (not tested) compares False
+        return "not_gaussian"
+    return "high_dimensional" if a.shape[1] * b.shape[1] / (2 * a.shape[0]) > GAUSSIAN_BIAS_NATS else ""
+
+
+def joint_kurtosis_z(a: np.ndarray, b: np.ndarray) -> float:
+    """Mardia's multivariate kurtosis of the joint sample [a, b] in standard deviations from its mean under
+    normality, with the exact mean and variance at this n (Mardia 1974; the large-n ones read wide Gaussian
+    samples as heavy-tailed); NaN where it is not tested: above :data:`NOT_GAUSSIAN_MAX_DIM` joint dimensions,
+    at n <= 2d, or on a degenerate joint covariance (a deterministic linear relation, infinite MI)."""
     z = np.hstack([a, b])
     n, d = z.shape
-    if 0 < d <= NOT_GAUSSIAN_MAX_DIM and n > 2 * d:
-        z = z - z.mean(axis=0)
-        cov = np.atleast_2d(np.cov(z, rowvar=False, bias=True))
-        m = np.einsum("ij,ij->i", z @ np.linalg.pinv(cov), z)        # squared Mahalanobis distances
-        kurtosis_z = (float(np.mean(m ** 2)) - d * (d + 2)) / np.sqrt(8 * d * (d + 2) / n)
-        if abs(kurtosis_z) > NOT_GAUSSIAN_Z:
-            return "not_gaussian"
-    return "high_dimensional" if a.shape[1] * b.shape[1] / (2 * n) > GAUSSIAN_BIAS_NATS else ""
+    if not (0 < d <= NOT_GAUSSIAN_MAX_DIM and n > 2 * d):
+        return float("nan")
+    z = z - z.mean(axis=0)
+    cov = np.atleast_2d(np.cov(z, rowvar=False, bias=True))
+    if np.linalg.matrix_rank(cov) < d:
+        return float("nan")
+    m = np.einsum("ij,ij->i", z @ np.linalg.inv(cov), z)          # squared Mahalanobis distances
+    mean = d * (d + 2) * (n - 1) / (n + 1)
+    var = 8 * d * (d + 2) * (n - 3) * (n - d - 1) * (n - d + 1) / ((n + 1) ** 2 * (n + 3) * (n + 5))
+    return float((np.mean(m ** 2) - mean) / np.sqrt(var))
 
 
 def gaussian_mi_samples(a: np.ndarray, b: np.ndarray) -> float:
-    """½ (log det Σ_a + log det Σ_b − log det Σ_ab) from sample covariances (nats); each side is
-    z-scored (the MI does not depend on a column's scale, and covariances of values near 1e200 overflow)
-    and restricted to its non-degenerate principal subspace (:func:`_principal_part`).  With no more
-    pairs than dimensions the sample covariance is singular by construction, which is no evidence of a
-    deterministic relation: a one-line error."""
-    a, b = _principal_part(zscore(a)[0]), _principal_part(zscore(b)[0])
+    """½ (log det Σ_a + log det Σ_b − log det Σ_ab) from sample covariances (nats), on the parts
+    :func:`gaussian_parts` keeps.  With no more pairs than dimensions the sample covariance is singular by
+    construction, which is no evidence of a deterministic relation: a one-line error."""
+    return gaussian_mi_parts(*gaussian_parts(a, b))
+
+
+def gaussian_mi_parts(a: np.ndarray, b: np.ndarray) -> float:
+    """:func:`gaussian_mi_samples` on parts already made by :func:`gaussian_parts`."""
     if a.shape[0] <= a.shape[1] + b.shape[1] + 1:
         raise MibenchError(f"gaussian needs more pairs than dimensions: {a.shape[0]} pairs for {a.shape[1]} + "
                            f"{b.shape[1]} non-degenerate dimensions (the sample covariance is singular)")
@@ -330,9 +352,10 @@ class GaussianCCA:
         self.status = ""
 
     def estimate(self, x, y, *, seed: int = 0) -> float:
-        x, y = _pair(x, y)
-        value = float(gaussian_mi_samples(x, y))
-        self.status = gaussian_status(x, y)
+        self.status = ""
+        a, b = gaussian_parts(*_pair(x, y))
+        value = float(gaussian_mi_parts(a, b))
+        self.status = gaussian_status(a, b)
         return value
 
 

@@ -434,9 +434,10 @@ def test_doe_flow_reads_bmis_wide_gaussian():
 
 
 def test_gaussian_says_when_its_closed_form_is_not_exact():
-    """`gaussian` read 0.03 bits of 0.43 on a Student-t with identity dispersion and +0.36 bits on a 50 x 50
-    Gaussian at n = 5,000, status `not_assessed` both: now `not_gaussian` (Mardia's kurtosis rejects joint
-    normality) and `high_dimensional` (its bias dx dy / (2n) nats above 0.1); nothing on a small Gaussian."""
+    """`gaussian` read 0.04 bits of 0.43 on BMI's Student-t 5 x 5 (identity dispersion, dof 3) and +0.36 bits
+    on its dense 50 x 50 Gaussian at n = 5,000, status `not_assessed` both: now `not_gaussian` (Mardia's
+    kurtosis rejects joint normality) and `high_dimensional` (its bias dx dy / (2n) nats above 0.1); nothing on
+    a small Gaussian, nor on a wide one at moderate n (the large-n moments of the kurtosis flagged it)."""
     import mibench
 
     rng = np.random.default_rng(0)
@@ -450,3 +451,8 @@ def test_gaussian_says_when_its_closed_form_is_not_exact():
     wide_x = rng.standard_normal((5000, 50))
     wide = mibench.estimate(wide_x, 0.3 * wide_x + rng.standard_normal((5000, 50)), estimator="gaussian")
     assert wide.status == "high_dimensional"
+    from mibench.estimators.classical import gaussian_parts, gaussian_status, joint_kurtosis_z
+
+    mid_x = rng.standard_normal((600, 120))                # z = -8.1 with the large-n moments, -1.9 with the exact
+    mid = gaussian_parts(mid_x, 0.3 * mid_x + rng.standard_normal((600, 120)))
+    assert abs(joint_kurtosis_z(*mid)) < 5 and gaussian_status(*mid) == "high_dimensional"
