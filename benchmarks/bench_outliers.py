@@ -29,6 +29,9 @@ the truth:
   9,300 steps of 128: how much of the gap the budget closes.
 * ``minde-spiral``: ``minde-c`` on the spiral version of BMI's 2-pair Gaussian 3 x 3 (the plain task, the
   control) at its default budget and at the MINDE authors' 9,300 steps of 128.
+* ``doe-flow-n``: ``doe-flow`` on the 2-pair Gaussian 25 x 25 and the dense 50 x 50 at n = 5,000 and
+  20,000: whether its gaps there (low at 25 x 25, high at 50 x 50; ``hybrid-resampled``, whose DoE part it
+  is, reads the same seed by seed) shrink with the sample.
 * ``critic-wide``: the held-out readout's finite-sample gap on BMI's dense 50 x 50: the fitted Gaussian log
   density ratio (the right family for this task, the critics' start) fitted on the 80% training pairs and
   read on those and on the 20% held out, at n = 5,000 and 20,000 (no training: closed forms).
@@ -179,6 +182,15 @@ def minde_spiral(seeds, emit) -> None:
                      f"{secs:6.1f}")
 
 
+def doe_flow_n(seeds, emit) -> None:
+    emit("# case doe-flow-n: task, n, seed, estimate (bits), truth (bits), status, seconds")
+    for task in ("multinormal-sparse-25-25-2-2.0", "multinormal-dense-50-50-0.5"):
+        for n in (5000, 20000):
+            for seed in seeds:
+                est, value, truth, secs = estimate_bits("doe-flow", task, n, seed)
+                emit(f"{task:<32} {n:>6} {seed:>3} {value:8.3f} {truth:8.3f} {est.status:<16} {secs:6.1f}")
+
+
 def critic_wide(seeds, emit) -> None:
     import numpy as np
 
@@ -216,7 +228,7 @@ def gaussian_wide(seeds, emit) -> None:
 CASES = {"mienf-student": mienf_student, "doe-flow-wide": doe_flow_wide, "generative-n": generative_n,
          "ksg-dims": ksg_dims, "fmmi-j-wide": fmmi_j_wide, "minde-c-budget": minde_c_budget,
          "gaussian-wide": gaussian_wide, "minde-spiral": minde_spiral,
-         "critic-wide": critic_wide}
+         "critic-wide": critic_wide, "doe-flow-n": doe_flow_n}
 
 
 def main() -> int:
