@@ -32,6 +32,8 @@ the truth:
 * ``doe-flow-n``: ``doe-flow`` on the 2-pair Gaussian 25 x 25 and the dense 50 x 50 at n = 5,000 and
   20,000: whether its gaps there (low at 25 x 25, high at 50 x 50; ``hybrid-resampled``, whose DoE part it
   is, reads the same seed by seed) shrink with the sample.
+* ``fdime-kl-n``: ``f-dime-kl`` (a critic, through ``mibench.estimate`` at its defaults) on the dense 50 x 50
+  at n = 5,000 and 20,000.
 * ``critic-wide``: the held-out readout's finite-sample gap on BMI's dense 50 x 50: the fitted Gaussian log
   density ratio (the right family for this task, the critics' start) fitted on the 80% training pairs and
   read on those and on the 20% held out, at n = 5,000 and 20,000 (no training: closed forms).
@@ -191,6 +193,18 @@ def doe_flow_n(seeds, emit) -> None:
                 emit(f"{task:<32} {n:>6} {seed:>3} {value:8.3f} {truth:8.3f} {est.status:<16} {secs:6.1f}")
 
 
+def fdime_kl_n(seeds, emit) -> None:
+    import mibench
+
+    emit("# case fdime-kl-n: task, n, seed, estimate (bits), truth (bits), status, seconds")
+    task = "multinormal-dense-50-50-0.5"
+    for n in (5000, 20000):
+        for seed in seeds:
+            x, y, truth = draw(task, n, seed)
+            res = mibench.estimate(x, y, estimator="f-dime-kl", seed=seed)
+            emit(f"{task:<32} {n:>6} {seed:>3} {res.mi:8.3f} {truth:8.3f} {res.status:<16} {res.seconds:6.1f}")
+
+
 def critic_wide(seeds, emit) -> None:
     import numpy as np
 
@@ -228,7 +242,8 @@ def gaussian_wide(seeds, emit) -> None:
 CASES = {"mienf-student": mienf_student, "doe-flow-wide": doe_flow_wide, "generative-n": generative_n,
          "ksg-dims": ksg_dims, "fmmi-j-wide": fmmi_j_wide, "minde-c-budget": minde_c_budget,
          "gaussian-wide": gaussian_wide, "minde-spiral": minde_spiral,
-         "critic-wide": critic_wide, "doe-flow-n": doe_flow_n}
+         "critic-wide": critic_wide, "doe-flow-n": doe_flow_n,
+         "fdime-kl-n": fdime_kl_n}
 
 
 def main() -> int:
