@@ -34,6 +34,9 @@ the truth:
   is, reads the same seed by seed) shrink with the sample.
 * ``fdime-kl-n``: ``f-dime-kl`` (a critic, through ``mibench.estimate`` at its defaults) on the dense 50 x 50
   at n = 5,000 and 20,000.
+* ``fmmi-j-n``: ``fmmi-j`` on the 2-pair Gaussian 5 x 5 at n = 5,000 and 20,000.
+* ``minde-j-budget``: ``minde-j`` on the spiral 2-pair Gaussian 3 x 3 and the plain one at its default budget
+  and at the MINDE authors' 9,300 steps of 128.
 * ``critic-wide``: the held-out readout's finite-sample gap on BMI's dense 50 x 50: the fitted Gaussian log
   density ratio (the right family for this task, the critics' start) fitted on the 80% training pairs and
   read on those and on the 20% held out, at n = 5,000 and 20,000 (no training: closed forms).
@@ -205,6 +208,25 @@ def fdime_kl_n(seeds, emit) -> None:
             emit(f"{task:<32} {n:>6} {seed:>3} {res.mi:8.3f} {truth:8.3f} {res.status:<16} {res.seconds:6.1f}")
 
 
+def fmmi_j_n(seeds, emit) -> None:
+    emit("# case fmmi-j-n: task, n, seed, estimate (bits), truth (bits), status, seconds")
+    for n in (5000, 20000):
+        for seed in seeds:
+            est, value, truth, secs = estimate_bits("fmmi-j", "multinormal-sparse-5-5-2-2.0", n, seed)
+            emit(f"{'multinormal-sparse-5-5-2-2.0':<32} {n:>6} {seed:>3} {value:8.3f} {truth:8.3f} {est.status:<16} "
+                 f"{secs:6.1f}")
+
+
+def minde_j_budget(seeds, emit) -> None:
+    emit("# case minde-j-budget: task, steps, batch, seed, estimate (bits), truth (bits), status, seconds")
+    for task in ("spiral-multinormal-sparse-3-3-2-2.0", "multinormal-sparse-3-3-2-2.0"):
+        for steps, batch in ((2000, 256), (9300, 128)):
+            for seed in seeds:
+                est, value, truth, secs = estimate_bits("minde-j", task, 5000, seed, steps=steps, batch_size=batch)
+                emit(f"{task:<36} {steps:>5} {batch:>4} {seed:>3} {value:8.3f} {truth:8.3f} {est.status:<16} "
+                     f"{secs:6.1f}")
+
+
 def critic_wide(seeds, emit) -> None:
     import numpy as np
 
@@ -243,7 +265,7 @@ CASES = {"mienf-student": mienf_student, "doe-flow-wide": doe_flow_wide, "genera
          "ksg-dims": ksg_dims, "fmmi-j-wide": fmmi_j_wide, "minde-c-budget": minde_c_budget,
          "gaussian-wide": gaussian_wide, "minde-spiral": minde_spiral,
          "critic-wide": critic_wide, "doe-flow-n": doe_flow_n,
-         "fdime-kl-n": fdime_kl_n}
+         "fdime-kl-n": fdime_kl_n, "fmmi-j-n": fmmi_j_n, "minde-j-budget": minde_j_budget}
 
 
 def main() -> int:
