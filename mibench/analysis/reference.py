@@ -206,15 +206,17 @@ def heatmap(board, path, clip_bits: float = 2.0) -> Path:
     ax.set_yticks(range(len(est_order)), est_order, fontsize=7)
     ax.set_xticks(range(len(order)), order, rotation=90, fontsize=6)
     fams = [c.loc[c["column"] == col, "family"].iloc[0] for col in order]
-    for j in range(1, len(fams)):
-        if fams[j] != fams[j - 1]:
-            ax.axvline(j - 0.5, color="k", lw=0.8)
+    starts = [j for j in range(len(fams)) if j == 0 or fams[j] != fams[j - 1]]
+    for j in starts[1:]:
+        ax.axvline(j - 0.5, color="k", lw=0.8)
+    for j, end in zip(starts, starts[1:] + [len(fams)]):      # each family named above its columns
+        ax.text((j + end - 1) / 2, -0.7, fams[j], ha="center", va="bottom", fontsize=7)
     fig.colorbar(im, ax=ax, fraction=0.02, pad=0.01, label=f"mean estimate - truth (bits), clipped at +-{clip_bits:g}")
     ax.set_title("Reference table: error of each estimator on each task (grey x: a failed seed; white: not run)",
-                 fontsize=9)
+                 fontsize=9, pad=14)
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, dpi=130)
+    fig.savefig(path, dpi=130, bbox_inches="tight")      # the long task names below the axes, whole
     plt.close(fig)
     return path
 
