@@ -455,8 +455,7 @@ def _selection_value(est_name: str, net, data, raw: float) -> float:
     """What ``preprocess="auto"`` compares between the per-column maps' critics: for a lower bound its own
     held-out readout (the higher bound is the better critic); for a head whose number is not a bound
     (``smile-*``, ``f-dime-*``) the InfoNCE bound on the same critic's held-out scores, since the higher of two
-    readouts that are not bounds is biased upward (``f-dime-gan`` on BMI's half-cube 2-pair 3 x 3 chose the
-    z-score map's 1.68 bits of 1.47 over the normal scores' 1.49)."""
+    readouts that are not bounds is biased upward (docs/estimators.md, "Procedure")."""
     import torch
 
     from mibench.estimation.readout import full_matrix_value

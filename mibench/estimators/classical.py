@@ -94,14 +94,12 @@ KSG_MIN_DISTINCT_SHARE = 0.5
 #: (bins - 1)^2 / (2 n) nats (Miller 1955; Paninski 2003 §3), exceeds this
 HISTOGRAM_BIAS_NATS = 0.05
 #: ``gaussian`` reports ``not_gaussian`` where Mardia's multivariate kurtosis of the joint sample is this many
-#: standard deviations from its mean under normality (Mardia 1970, 1974): on 17 of BMI's tasks at n = 5,000
-#: the Gaussians read within 1.5 of it, the Student-t, spiral 3 x 3, Swiss-roll, additive-noise, bimodal,
-#: half-cube and normal-CDF ones 15 to 21,000 away (``benchmarks/results/gaussian_status.txt``); checked up to
-#: ``NOT_GAUSSIAN_MAX_DIM`` joint dimensions
+#: standard deviations from its mean under normality (Mardia 1970, 1974), checked up to
+#: ``NOT_GAUSSIAN_MAX_DIM`` joint dimensions; where the threshold separates BMI's tasks: docs/estimators.md,
+#: "Statuses"
 NOT_GAUSSIAN_Z, NOT_GAUSSIAN_MAX_DIM = 5.0, 256
 #: ``gaussian`` reports ``high_dimensional`` where the closed form's first-order bias dx dy / (2n) nats exceeds
-#: this (0.25 nats on BMI's dense 50 x 50 at n = 5,000, where it reads +0.36 bits: benchmarks/results/
-#: outliers_gaussian-wide.txt)
+#: this (docs/estimators.md, "Statuses")
 GAUSSIAN_BIAS_NATS = 0.1
 #: memory bound of one row block of the brute-force path (bytes of one block x n distance matrix)
 KSG_BLOCK_BYTES = 64 * 2**20

@@ -119,7 +119,7 @@ class CLUBGaussian(_ConditionalModel):
 
     name = "club"
     bound = UPPER_BOUND
-    # 0.96-6.3x the truth on BMI's tasks in the reference table, median 3.0 (docs/reference-table.md, "Outliers")
+    # far above the MI on nearly every task of the reference table (docs/reference-table.md, "Outliers")
     loose_bound = True
     Settings: ClassVar[type] = CLUBSettings
 
