@@ -331,7 +331,7 @@ def _critic_estimate(xa, ya, settings: EstimateSettings, sizes: SizedTraining, b
             "reduce": bool(reduce), "device": str(dev)}
     if len(tried) > 1:
         used["preprocess_values"] = {p: float(t.outcome.raw) for p, t in tried}
-        if any(t.selection_nats != t.outcome.raw for _, t in tried):
+        if any(math.isfinite(t.selection_nats) and t.selection_nats != t.outcome.raw for _, t in tried):
             used["preprocess_infonce"] = {p: float(t.selection_nats) for p, t in tried}
     if reduction is not None:
         used["reduction"] = reduction
