@@ -40,10 +40,12 @@ def _leaderboard_parser(sub) -> None:
 
 
 def _unfinished_sweep_cells(paths) -> list[str]:
-    """A note per sweep directory among ``paths`` whose manifest lists cells that are not complete (a cell
-    never started has no run directory, so no 'skipping incomplete run' line says it is missing)."""
+    """A note per sweep directory among ``paths`` with cells that are not complete, counted as the report
+    counts them (:func:`mibench.sweep.plan.cell_counts`: each cell's own run directory, else the manifest);
+    a cell never started has no run directory, so no 'skipping incomplete run' line says it is missing."""
     from mibench.errors import UnreadableInput
     from mibench.records import read_manifest
+    from mibench.sweep.plan import cell_counts
 
     notes = []
     for p in map(Path, paths):
@@ -51,10 +53,13 @@ def _unfinished_sweep_cells(paths) -> list[str]:
             manifest = read_manifest(p) if p.is_dir() else None
         except UnreadableInput:
             continue            # a damaged manifest: the leaderboard reads the run directories, not it
-        cells = (manifest or {}).get("cells", [])
-        left = [c for c in cells if isinstance(c, dict) and c.get("status") != "complete"]
+        if not manifest:
+            continue
+        counts = cell_counts(p, manifest)
+        total = sum(v for k, v in counts.items() if k != "diverged")
+        left = total - counts.get("complete", 0)
         if left:
-            notes.append(f"note: {len(left)} of the {len(cells)} cells of the sweep {p} are not complete "
+            notes.append(f"note: {left} of the {total} cells of the sweep {p} are not complete "
                          "(pending, interrupted or failed): the leaderboard holds the complete ones")
     return notes
 
