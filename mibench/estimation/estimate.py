@@ -330,13 +330,7 @@ def _critic_estimate(xa, ya, settings: EstimateSettings, sizes: SizedTraining, b
     out = trained.outcome
     used = {**trained.used, "embed": settings.embed, "test_fraction": settings.test_fraction, "preprocess": prep,
             "reduce": bool(reduce), "device": str(dev)}
-    if len(tried) > 1:
-        maps_vary = tried[0][0] != tried[1][0]
-        key = "preprocess" if maps_vary else "start"
-        label = (lambda c: c[0]) if maps_vary else (lambda c: "gaussian" if c[1] else "none")
-        used[f"{key}_values"] = {label(c): float(c[2].outcome.raw) for c in tried}
-        if any(math.isfinite(c[2].selection_nats) and c[2].selection_nats != c[2].outcome.raw for c in tried):
-            used[f"{key}_infonce"] = {label(c): float(c[2].selection_nats) for c in tried}
+    used.update(_choice_record(tried))
     if reduction is not None:
         used["reduction"] = reduction
     if not math.isfinite(out.raw):
@@ -378,6 +372,21 @@ def _candidates(settings: EstimateSettings, reduced: bool, sizes: SizedTraining,
     if reduced and start and sizes.n_test and len(maps) == 1:
         return [(maps[0], True), (maps[0], False)]
     return [(m, start) for m in maps]
+
+
+def _choice_record(tried: list) -> dict:
+    """What the settings record of a choice between two critics (``tried``: (map, start, TrainedCritic)):
+    each one's held-out value by map (``preprocess_values``) or by start (``start_values``), and the InfoNCE
+    values the choice compared where they are not those (``*_infonce``); {} for one critic."""
+    if len(tried) < 2:
+        return {}
+    maps_vary = tried[0][0] != tried[1][0]
+    key = "preprocess" if maps_vary else "start"
+    label = (lambda c: c[0]) if maps_vary else (lambda c: "gaussian" if c[1] else "none")
+    out = {f"{key}_values": {label(c): float(c[2].outcome.raw) for c in tried}}
+    if any(math.isfinite(c[2].selection_nats) and c[2].selection_nats != c[2].outcome.raw for c in tried):
+        out[f"{key}_infonce"] = {label(c): float(c[2].selection_nats) for c in tried}
+    return out
 
 
 def _finite_or_floor(value: float) -> float:

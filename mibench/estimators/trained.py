@@ -16,6 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from mibench.errors import MibenchError
+from mibench.estimators.intrinsic import low_dimensional_sides, no_density_reason
 from mibench.estimators.kinds import GENERATIVE
 from mibench.estimators.preprocess import normal_scores, zscore
 from mibench.estimators.trained_members import Best, MemberTraining, load_best
@@ -228,6 +229,9 @@ class HeldOutEstimator(MemberTraining):
         self.n_parameters = 0
         self.last: dict = {}
         self.reduction = None
+        #: the sides of the last estimate's training rows without a density in their coordinates
+        #: (:func:`~mibench.estimators.intrinsic.low_dimensional_sides`; generative estimators only)
+        self.intrinsic: dict = {}
         #: how far the last estimate can be trusted, from the estimator's own diagnostics (:func:`assess`)
         self.status = ""
 
@@ -325,6 +329,9 @@ class HeldOutEstimator(MemberTraining):
         if not keep.any() or (self.models_x and not keep_x.any()):
             return None
         y = y[:, keep]
+        # the modelled sides without a density (y, and x where its density is modelled too)
+        self.intrinsic = (low_dimensional_sides(x[:n_train] if self.models_x else None, y[:n_train], seed)
+                          if self.kind == GENERATIVE else {})
         parts = (slice(0, n_train), slice(n_train, n_train + n_val), slice(n_train + n_val, n))
         y = np.concatenate([y[p] + s.jitter * rng.standard_normal(y[p].shape) for p in parts])
         if self.models_x:
@@ -395,6 +402,9 @@ class HeldOutEstimator(MemberTraining):
                                                             f"standard errors ({se:.3g})")
         if self.status == "converged" and self.loose_bound:
             self.status, reason = "loose_bound", LOOSE_BOUND_REASON
+        if self.status in ("converged", "overfit", "still_improving") and self.intrinsic:
+            # the cause the training diagnostics cannot see, and more steps or pairs do not remove
+            self.status, reason = "no_density", no_density_reason(self.intrinsic)
         self.record({**details, "train_readout": on_training, **({"status_reason": reason} if reason else {})},
                     best, (xtr, xva, xte), device)
         return value
@@ -403,6 +413,7 @@ class HeldOutEstimator(MemberTraining):
         """``last``: the readout's details, each network's best step, the reduction and the split sizes."""
         self.last = {**details, **{f"best_step_{k}": b.step for k, b in best.items()},
                      **({"reduction": self.reduction} if self.reduction else {}),
+                     **({"intrinsic_dimension": self.intrinsic} if self.intrinsic else {}),
                      "n_train": xs[0].shape[0], "n_val": xs[1].shape[0], "n_test": xs[2].shape[0],
                      "device": str(device)}
 

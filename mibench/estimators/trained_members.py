@@ -114,14 +114,14 @@ class MemberTraining:
         device = resolve_device(self.settings.device)
         t0 = time.perf_counter()
         out = [Member(batched=True) for _ in seeds]
-        prepared = {}        # member -> (its prepared split, its reduction)
+        prepared = {}        # member -> (its prepared split, (its reduction, its sides without a density))
         for i, ((x, y), seed) in enumerate(zip(datasets, seeds)):
             try:
                 split = self.split(x, y, seed)
                 if split is None:        # as estimate(): nothing to carry
                     out[i].value, out[i].last = 0.0, {}
                 else:
-                    prepared[i] = (self.prepare(split), self.reduction)
+                    prepared[i] = (self.prepare(split), (self.reduction, self.intrinsic))
             except Exception as exc:
                 out[i].error = exc
         shapes = {(sp.x_train.shape, sp.y_train.shape, sp.x_val.shape[0]) for sp, _ in prepared.values()}
@@ -164,7 +164,7 @@ class MemberTraining:
                 out[i].error = result
                 continue
             models, best = result
-            self.reduction = prepared[i][1]
+            self.reduction, self.intrinsic = prepared[i][1]
             try:
                 out[i].value = self.read_fitted(models, best, tensors[i], device)
             except Exception as exc:
