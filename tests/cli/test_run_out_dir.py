@@ -3,6 +3,7 @@ for the ordinary mistakes a new user made (../shared/reports/new-user-defects.md
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 from pathlib import Path
@@ -135,11 +136,15 @@ def test_stream_resume_gives_the_uninterrupted_numbers(tmp_path, monkeypatch, ca
     assert (res.estimates == whole.estimates).all()
 
 
-def test_sample_resume_keeps_what_was_estimated(tmp_path, monkeypatch):
+@pytest.mark.parametrize("mi", [1.0, 1 / math.log(2)])
+def test_sample_resume_keeps_what_was_estimated(tmp_path, monkeypatch, mi):
+    """At 1 nat (1.4426950408889634 bits, written as 1.442695) a resumed run made its kept estimates again
+    and wrote a second row of each, which the next reading refused as a damaged file (the reference sweep's
+    image cells, whose levels are 1, 2.5 and 5 nats)."""
     import mibench.protocols.sample.run as sample_run
     from mibench.records import read_config, read_sample_estimates
 
-    cfg = sample_run.SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=["gaussian", "ksg"], mi=1,
+    cfg = sample_run.SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=["gaussian", "ksg"], mi=mi,
                                   n=300, seeds=[0, 1], timeout=None)
     whole = sample_run.run_sample(cfg, tmp_path / "whole", plot=False)
     real, calls = sample_run.estimate_once, {"n": 0, "stop_at": 3}
@@ -162,6 +167,9 @@ def test_sample_resume_keeps_what_was_estimated(tmp_path, monkeypatch):
     part, full = (read_sample_estimates(tmp_path / d / "sample_estimates.csv") for d in ("part", "whole"))
     assert [{k: r[k] for k in keep} for r in part] == [{k: r[k] for k in keep} for r in full]
     assert len(whole.rows) == 4
+    part_sum, full_sum = ([r.split(",")[:4] for r in (tmp_path / d / "summary.csv").read_text().splitlines()]
+                          for d in ("part", "whole"))
+    assert part_sum == full_sum and len(part_sum) == 3         # one row per estimator and level, not split
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -194,7 +194,7 @@ def run_sample(prepared, out_dir=None, *, progress: bool = False, plot: bool = T
     cfg, task = prepared.config, prepared.task
     life = RunLifecycle(out_dir, prepared.config_dict(), resume=resume)
     run_id = life.run_id(run_id)
-    rows = _kept_rows(life)
+    rows = _at_config_levels(_kept_rows(life), cfg.levels)
     t0 = time.perf_counter()
     with life.running(_header(prepared, run_id, extra), carry=("estimator_info", "estimator_settings")) as config:
         worker = EstimateWorker() if cfg.timeout is not None else None
@@ -266,6 +266,14 @@ def _kept_rows(life) -> list[dict]:
     if not life.resume or path is None or not path.is_file():
         return []
     return [_as_written(r) for r in read_sample_estimates(path)]
+
+
+def _at_config_levels(rows: list[dict], levels) -> list[dict]:
+    """Kept rows with ``true_mi`` read back as the config's level it was written from: the CSV keeps 6
+    decimals, so 1 nat (1.4426950408889634 bits) reads back as 1.442695, which no level equals; matched
+    by the written value, a resumed run neither makes that estimate again nor summarises it apart."""
+    written = {round(float(v), 6): float(v) for v in levels}
+    return [{**r, "true_mi": written.get(round(float(r["true_mi"]), 6), r["true_mi"])} for r in rows]
 
 
 def _run_order(cfg: SampleConfig):
