@@ -398,3 +398,18 @@ def test_a_level_snapped_to_the_tasks_maximum_is_recorded_as_drawn(tmp_path):
     res = run_sample(SampleConfig(task="mutinfo-channel-mnist", estimators=["gaussian"], mi=3.322, n=200, seeds=[0],
                                   timeout=None), out_dir=tmp_path / "r", plot=False)
     assert {r["true_mi"] for r in res.rows} == {_m.log2(10)}         # 3.322 is log2(10) as printed
+
+
+def test_the_printed_table_keeps_its_columns_apart():
+    """A level of six decimals (1 nat in bits) ran into the kind column ('generative0.596323'), and tasks
+    without ds / dr printed 'ds=None dr=None'."""
+    import math
+
+    from mibench.protocols.sample.protocol import SampleProtocol
+    from mibench.protocols.sample.run import SampleConfig, run_sample
+
+    cfg = SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=["gaussian"], mi=1 / math.log(2), n=300,
+                       seeds=[0], timeout=None)
+    text = SampleProtocol().format_result(run_sample(cfg, None, plot=False))
+    row = next(line for line in text.splitlines() if line.startswith("gaussian "))
+    assert "black-box 1.443 " in " ".join(row.split()) and "None" not in text
