@@ -102,7 +102,8 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
 
     Cost
     ----
-    For a critic-bound estimator (two critics under ``preprocess="auto"``), n_test = n x test_fraction:
+    For a critic-bound estimator (two critics under ``preprocess="auto"``, and on reduced inputs with and
+    without the Gaussian start), n_test = n x test_fraction:
     time = the training steps (at most ``steps`` batches, whatever n) + O(n log n) column maps and
     determinism check + O(n d^2) fitted start + per evaluation min(n_test, 16,000) x 125 critic calls
     + a final readout of min(n_test, 4,096)^2 per critic, in 128 x 128 tiles; memory = the interpreter,

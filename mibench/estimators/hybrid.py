@@ -122,7 +122,8 @@ class ResampledHybrid(HeldOutEstimator):
         with torch.no_grad():
             value, details = self.generative.readout(models, xte, yte)
             residual = self._residual(critic, proposal, xte, yte, seed)
-        self.status, reason = assess({**best, **critic_best}, value + residual)
+        self.status, reason = self.judged(assess({**best, **critic_best}, value + residual), value + residual,
+                                          math.nan)
         self.record({**details, "residual_nwj": residual, **({"status_reason": reason} if reason else {})},
                     {**best, **critic_best}, (xtr, xva, xte), device)
         return value + residual

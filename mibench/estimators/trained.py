@@ -277,6 +277,7 @@ class HeldOutEstimator(MemberTraining):
         from mibench.utils.device import resolve_device
 
         device = resolve_device(self.settings.device)
+        self.status, self.last = "", {}      # nothing of a previous estimate carries over
         split = self.split(x, y, seed)
         if split is None:
             return 0.0    # y (or a modelled x) constant on the training split: no information to carry
@@ -330,7 +331,7 @@ class HeldOutEstimator(MemberTraining):
             return None
         y = y[:, keep]
         # the modelled sides without a density (y, and x where its density is modelled too)
-        self.intrinsic = (low_dimensional_sides(x[:n_train] if self.models_x else None, y[:n_train], seed)
+        self.intrinsic = (low_dimensional_sides(x[:n_train, keep_x] if self.models_x else None, y[:n_train], seed)
                           if self.kind == GENERATIVE else {})
         parts = (slice(0, n_train), slice(n_train, n_train + n_val), slice(n_train + n_val, n))
         y = np.concatenate([y[p] + s.jitter * rng.standard_normal(y[p].shape) for p in parts])
@@ -395,19 +396,27 @@ class HeldOutEstimator(MemberTraining):
             value, details = self.readout(models, xte, yte)
             k = min(xtr.shape[0], xte.shape[0])      # the same readout on as many training pairs
             on_training, _ = self.readout(models, xtr[:k], ytr[:k])
-        self.status, reason = assess(best, value, on_training)
-        se = float(details.get("stderr", float("nan")))
-        if self.status in ("converged", "overfit") and math.isfinite(se) and value <= NO_DEPENDENCE_SE * se:
-            self.status, reason = "no_dependence_detected", (f"{value:.3g} nats is at or below {NO_DEPENDENCE_SE:g} "
-                                                            f"standard errors ({se:.3g})")
-        if self.status == "converged" and self.loose_bound:
-            self.status, reason = "loose_bound", LOOSE_BOUND_REASON
-        if self.status in ("converged", "overfit", "still_improving") and self.intrinsic:
-            # the cause the training diagnostics cannot see, and more steps or pairs do not remove
-            self.status, reason = "no_density", no_density_reason(self.intrinsic)
+        self.status, reason = self.judged(assess(best, value, on_training), value,
+                                          float(details.get("stderr", float("nan"))))
         self.record({**details, "train_readout": on_training, **({"status_reason": reason} if reason else {})},
                     best, (xtr, xva, xte), device)
         return value
+
+    def judged(self, assessed: tuple[str, str], value: float, se: float) -> tuple[str, str]:
+        """(status, reason) of a readout from :func:`assess`'s, in this order: ``no_density`` where a modelled
+        side has no density (:attr:`intrinsic`; the cause the training diagnostics cannot see, and which more
+        steps or pairs do not remove: a value near 0 there is not evidence of independence), else
+        ``no_dependence_detected`` where the value is within :data:`NO_DEPENDENCE_SE` standard errors ``se``
+        of 0, else ``loose_bound`` for a converged bound of a :attr:`loose_bound` estimator."""
+        status, reason = assessed
+        if status in ("converged", "overfit", "still_improving") and self.intrinsic:
+            return "no_density", no_density_reason(self.intrinsic)
+        if status in ("converged", "overfit") and math.isfinite(se) and value <= NO_DEPENDENCE_SE * se:
+            return "no_dependence_detected", (f"{value:.3g} nats is at or below {NO_DEPENDENCE_SE:g} standard "
+                                              f"errors ({se:.3g})")
+        if status == "converged" and self.loose_bound:
+            return "loose_bound", LOOSE_BOUND_REASON
+        return status, reason
 
     def record(self, details: dict, best: dict, xs: tuple, device) -> None:
         """``last``: the readout's details, each network's best step, the reduction and the split sizes."""
