@@ -37,6 +37,8 @@ the truth:
 * ``fmmi-j-n``: ``fmmi-j`` on the 2-pair Gaussian 5 x 5 at n = 5,000 and 20,000.
 * ``minde-j-budget``: ``minde-j`` on the spiral 2-pair Gaussian 3 x 3 and the plain one at its default budget
   and at the MINDE authors' 9,300 steps of 128.
+* ``minde-j-student``: ``minde-j`` on the Student-t 2 x 2 with dof 1 (and ``minde-c`` there, the control) at
+  its default budget and at the MINDE authors' 9,300 steps of 128.
 * ``critic-wide``: the held-out readout's finite-sample gap on BMI's dense 50 x 50: the fitted Gaussian log
   density ratio (the right family for this task, the critics' start) fitted on the 80% training pairs and
   read on those and on the 20% held out, at n = 5,000 and 20,000 (no training: closed forms).
@@ -44,6 +46,10 @@ the truth:
   table's draw) and on the same pairs' latents (decoded from the images, each side's two latent coordinates
   through the normal quantile: the same MI, with a density), beside each side's intrinsic dimension (the
   TwoNN estimate of Facco et al. 2017 on the pixels): the images lie on a 2-d manifold in 256 dimensions.
+* ``js-spiral``: ``js`` and ``infonce`` (critics, through ``mibench.estimate``) on the spiral version of BMI's
+  2-pair Gaussian 3 x 3 at the defaults, without the Gaussian start, and with a critic of 2 x 256 (the default
+  is data-sized: 1 x 64 at n = 5,000) trained up to 10,000 steps with patience 20, and at n = 20,000 and
+  50,000.
 * ``gaussian-wide``: ``gaussian`` (the closed form on the sample covariance) on BMI's dense 25 x 25 and
   50 x 50 at n = 3,000, 5,000 and 20,000 beside the plug-in's first-order bias dx dy / (2n) nats: the readouts
   that rest on a Gaussian fitted to n pairs (``gaussian``; ``mienf``'s base, fitted to its training pairs)
@@ -291,7 +297,29 @@ def image_manifold(seeds, emit) -> None:
                      f"{time.perf_counter() - t0:7.1f}")
 
 
-CASES = {"image-manifold": image_manifold,
+def js_spiral(seeds, emit) -> None:
+    import mibench
+
+    emit("# case js-spiral: estimator, setting, seed, estimate (bits), truth (bits), status, steps run, seconds")
+    task = "spiral-multinormal-sparse-3-3-2-2.0"
+    variants = (("default", 5000, {}), ("no start", 5000, {"gaussian_critic": False}),
+                ("2 x 256, 10k steps", 5000, {"hidden": 256, "layers": 2, "steps": 10000, "patience": 20}),
+                ("n = 20,000", 20000, {}), ("n = 50,000", 50000, {}))
+    for name in ("js", "infonce"):
+        for label, n, kw in variants:
+            for seed in seeds:
+                x, y, truth = draw(task, n, seed)
+                r = mibench.estimate(x, y, estimator=name, seed=seed, **kw)
+                emit(f"{name:<8} {label:<20} {seed:>3} {r.mi:8.3f} {truth:8.3f} {r.status:<16} {r.steps_run:>6} "
+                     f"{r.seconds:7.1f}")
+
+
+def minde_j_student(seeds, emit) -> None:
+    for name in ("minde-j", "minde-c"):
+        _budget(f"minde-j-student ({name})", name, ("student-identity-2-2-1",), seeds, emit)
+
+
+CASES = {"image-manifold": image_manifold, "minde-j-student": minde_j_student, "js-spiral": js_spiral,
          "mienf-student": mienf_student, "doe-flow-wide": doe_flow_wide, "generative-n": generative_n,
          "ksg-dims": ksg_dims, "fmmi-j-wide": fmmi_j_wide, "minde-c-budget": minde_c_budget,
          "gaussian-wide": gaussian_wide, "minde-spiral": minde_spiral,
