@@ -47,6 +47,8 @@ the truth:
 * ``fdime-kl-readout``: ``f-dime-kl`` on the dense 50 x 50 (``mibench.estimate``'s defaults): its readout
   E_p[log R] for each per-column map beside the InfoNCE bound of the same critic on the same held-out pairs
   (``settings["preprocess_infonce"]``, what ``preprocess="auto"`` chooses by), in bits.
+* ``fmmi-j-readout``: ``fmmi-j`` on BMI's 2-pair Gaussian 5 x 5 at its default (2,000 steps, 8 readout
+  passes), with 64 and 256 readout passes, and at 8,000 steps.
 * ``critic-wide``: the held-out readout's finite-sample gap on BMI's dense 50 x 50: the fitted Gaussian log
   density ratio (the right family for this task, the critics' start) fitted on the 80% training pairs and
   read on those and on the 20% held out, at n = 5,000 and 20,000 (no training: closed forms).
@@ -379,7 +381,18 @@ def fdime_kl_readout(seeds, emit) -> None:
                  f"{r.settings['preprocess']:<14} {r.status}")
 
 
-CASES = {"image-manifold": image_manifold, "fdime-kl-readout": fdime_kl_readout, "ksg-10d": ksg_10d,
+def fmmi_j_readout(seeds, emit) -> None:
+    emit("# case fmmi-j-readout: setting, seed, estimate (bits), truth (bits), status, seconds")
+    task = "multinormal-sparse-5-5-2-2.0"
+    for label, kw in (("default", {}), ("64 passes", {"readout_passes": 64}), ("256 passes", {"readout_passes": 256}),
+                      ("8,000 steps", {"steps": 8000})):
+        for seed in seeds:
+            est, value, truth, secs = estimate_bits("fmmi-j", task, 5000, seed, **kw)
+            emit(f"{label:<12} {seed:>3} {value:8.3f} {truth:8.3f} {est.status:<16} {secs:7.1f}")
+
+
+CASES = {"image-manifold": image_manifold, "fmmi-j-readout": fmmi_j_readout, "fdime-kl-readout": fdime_kl_readout,
+         "ksg-10d": ksg_10d,
          "gaussian-10d": gaussian_10d,
          "minde-j-student": minde_j_student,
          "js-spiral": js_spiral,
