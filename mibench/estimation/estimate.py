@@ -195,9 +195,13 @@ def _critic_settings(n: int, dim_x: int, dim_y: int, settings: EstimateSettings)
     n_test = int(round(n * test_fraction))
     n_train = n - n_test
     s = settings.training.resolved(default_settings(n_train, dim_x, dim_y))
-    if n < MIN_SAMPLES or n_train < s["batch_size"] or (test_fraction > 0 and n_test < 16):
-        raise MibenchError(f"{n} samples are too few for batch_size {s['batch_size']} with test_fraction "
-                           f"{test_fraction} (need >= {MIN_SAMPLES} pairs and >= 16 held out); pass more samples "
+    if n < MIN_SAMPLES:
+        raise MibenchError(f"{n} samples are too few: a critic-bound estimator needs >= {MIN_SAMPLES} pairs")
+    if test_fraction > 0 and n_test < 16:
+        raise MibenchError(f"test_fraction {test_fraction} holds out {n_test} of {n} pairs; >= 16 are needed: pass "
+                           "more samples or a larger test_fraction")
+    if n_train < s["batch_size"]:
+        raise MibenchError(f"{n_train} training pairs are fewer than batch_size {s['batch_size']}: pass more samples "
                            "or a smaller batch_size")
     if int(s["batch_size"]) < 2:
         raise MibenchError(f"batch_size must be >= 2, got {s['batch_size']}")
@@ -271,9 +275,11 @@ def _sample_estimate(obj, xa, ya, settings: EstimateSettings, base: dict, t_star
         status, used["implausible"] = flag
         mi = math.nan if status == "failed_fit" else mi
     scale = settings.scale
-    # a trained estimator's own split and standard error (its ``last``), where it gives them
+    # a trained estimator's own split and standard error (its ``last``), where it gives them, and why its status
     last = getattr(obj, "last", None)
     last = last if isinstance(last, dict) else {}
+    shown = ("status_reason", "intrinsic_dimension", "train_readout", "reduction")
+    used.update({k: v for k, v in last.items() if k in shown or k.startswith("best_step")})
     split = {k: int(last[k]) for k in ("n_train", "n_test") if isinstance(last.get(k), numbers.Integral)}
     return EstimateResult(mi=mi * scale, mi_raw=raw * scale, clipped=raw < 0, status=status,
                           seconds=time.perf_counter() - t_start, n_parameters=int(getattr(obj, "n_parameters", 0) or 0),

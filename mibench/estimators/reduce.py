@@ -53,16 +53,29 @@ def _cca(xt: torch.Tensor, yt: torch.Tensor, pca_dim: int, lam: float, margin: f
     u, s, vh = torch.linalg.svd(wx @ (zx.T @ zy / n) @ wy)
     perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
     s_null = float(torch.linalg.svdvals(wx @ (zx.T @ zy[perm] / n) @ wy)[0])
-    return {"px": px, "py": py, "wx": wx, "wy": wy, "u": u, "s": s, "vh": vh, "s_null": s_null,
+    return {"px": px, "py": py, "wx": wx, "wy": wy, "u": u, "s": s, "vh": vh, "s_null": s_null, "zx": zx, "zy": zy,
             "pca_dim": int(px.shape[1]), "found": int((s > margin * s_null).sum())}
+
+
+def _correlations(fit: dict, k: int) -> list[float]:
+    """The training rows' correlation of the first ``k`` pairs of canonical variates of ``fit`` (in [0, 1]; the
+    ridge's singular values, which rank the directions, are not correlations: the shrinkage of each side's
+    covariance towards the identity lets them exceed 1 where a few components carry most of the variance)."""
+    a = fit["zx"] @ fit["wx"] @ fit["u"][:, :k]
+    b = fit["zy"] @ fit["wy"] @ fit["vh"].T[:, :k]
+    num = (a * b).sum(0)
+    den = (a.square().sum(0) * b.square().sum(0)).sqrt().clamp_min(1e-300)
+    return [round(float(v), 4) for v in (num / den).abs()]
 
 
 def fit_canonical_reduction(x: np.ndarray, y: np.ndarray, train: np.ndarray, seed: int, *, pca_dim: int = PCA_DIM,
                             lam: float = RIDGE, margin: float = NULL_MARGIN,
                             max_rank: int = MAX_RANK) -> tuple[np.ndarray, np.ndarray, dict]:
     """(A, B, info): projections (dim_x, r) and (dim_y, r) fitted on the rows ``train`` of ``x``, ``y``; apply
-    as ``(x - mean_x) @ A`` (:func:`apply_reduction`).  ``info`` records the rank, the leading canonical
-    correlations and the null's largest.  Steps, on the (already normal-scored, z-scored) training rows:
+    as ``(x - mean_x) @ A`` (:func:`apply_reduction`).  ``info`` records the rank, the leading ridge singular
+    values and the null's largest (what the rank compares) and the training rows' correlation of each pair of
+    canonical variates (``canonical_correlations``).  Steps, on the (already normal-scored, z-scored) training
+    rows:
 
     1. **PCA** of each side to at most ``pca_dim`` components and at most (fitting rows) / 8 (randomized
        SVD, Halko et al. 2011, Alg. 4.4 via :func:`torch.svd_lowrank`, seeded), so the next step's matrices
@@ -95,9 +108,11 @@ def fit_canonical_reduction(x: np.ndarray, y: np.ndarray, train: np.ndarray, see
     r = int(min(max_rank, max(1, best["found"])))
     a = (px.double() @ wx @ u[:, :r]).numpy()
     b = (py.double() @ wy @ vh.T[:, :r]).numpy()
+    shown = min(len(s), r + 4)
     info = {"rank": r, "pca_dim": [int(px.shape[1]), int(py.shape[1])], "pca_tries": tries, "ridge": lam,
-            "canonical_correlations": [round(float(v), 4) for v in s[:min(len(s), r + 4)]],
-            "null_correlation": round(s_null, 4)}
+            "canonical_correlations": _correlations(best, shown),
+            "ridge_singular_values": [round(float(v), 4) for v in s[:shown]],
+            "null_singular_value": round(s_null, 4)}
     return a, b, info
 
 

@@ -43,7 +43,8 @@ def test_reduction_finds_the_shared_directions_and_nothing_else():
     tr = np.arange(3200)
     a, b, info = fit_canonical_reduction(x, y, tr, seed=0)
     assert info["rank"] == 3 and a.shape == (300, 3) and b.shape == (300, 3)
-    assert info["canonical_correlations"][2] > 1.5 * info["null_correlation"]
+    assert info["ridge_singular_values"][2] > 1.5 * info["null_singular_value"]
+    assert all(0 <= c <= 1 for c in info["canonical_correlations"]) and info["canonical_correlations"][2] > 0.5
     za, zb = apply_reduction(x, a, tr), apply_reduction(y, b, tr)
     # held-out canonical variates stay correlated pairwise (fitted on the training rows only)
     r = [abs(np.corrcoef(za[3200:, i], zb[3200:, i])[0, 1]) for i in range(3)]

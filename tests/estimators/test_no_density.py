@@ -56,3 +56,13 @@ def test_constant_columns_are_not_missing_dimensions_of_a_modelled_x():
     est = ESTIMATORS.get("gm-flow").obj(steps=50, eval_every=25)
     est.split(x, y, 0)
     assert est.intrinsic == {}
+
+
+def test_estimate_says_why_a_sample_estimator_read_no_density():
+    """mibench.estimate's settings held only the training parameters: nothing said which side had no density."""
+    import mibench
+
+    x, y = _circle(2000, 4)
+    r = mibench.estimate(x, y, estimator="ba", steps=100, eval_every=25)
+    assert r.status == "no_density" and r.settings["intrinsic_dimension"]["y"][2] == 2
+    assert "manifold" in r.settings["status_reason"]

@@ -408,8 +408,12 @@ def test_the_printed_table_keeps_its_columns_apart():
     from mibench.protocols.sample.protocol import SampleProtocol
     from mibench.protocols.sample.run import SampleConfig, run_sample
 
-    cfg = SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=["gaussian"], mi=1 / math.log(2), n=300,
-                       seeds=[0], timeout=None)
+    cfg = SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=["gaussian", "infonce"], mi=1 / math.log(2),
+                       n=300, seeds=[0], timeout=None, estimate_kwargs={"steps": 30})
     text = SampleProtocol().format_result(run_sample(cfg, None, plot=False))
     row = next(line for line in text.splitlines() if line.startswith("gaussian "))
     assert "black-box 1.443 " in " ".join(row.split()) and "None" not in text
+    assert any(line.startswith("infonce (joint) ") for line in text.splitlines())     # the critic is named
+    task = SampleConfig(task="mutinfo-gaussian2d-4x4", estimators=["gaussian"], mi=1.0, n=300, seeds=[0], timeout=None)
+    header = SampleProtocol().format_result(run_sample(task, None, plot=False)).splitlines()[0]
+    assert header.startswith("task mutinfo-gaussian2d-4x4 · ")

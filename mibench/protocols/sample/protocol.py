@@ -54,16 +54,17 @@ class SampleProtocol(SampleRecords, SampleCells, RunProtocol):
     def format_result(self, result) -> str:
         info = result.config["task_info"]
         cfg = result.config["config"]
-        width = max([16] + [len(r["estimator"]) + 1 for r in result.summary])
-        sizes = "".join(f" {k}={info[k]}" for k in ("ds", "dr") if info.get(k) is not None)
-        lines = [f"task {info.get('task')}:{sizes} · sample protocol, n = {cfg['n']}, "
+        names = {id(r): r["estimator"] + (f" ({r['critic']})" if r.get("critic") else "") for r in result.summary}
+        width = max([16] + [len(v) + 1 for v in names.values()])
+        sizes = ":" + "".join(f" {k}={info[k]}" for k in ("ds", "dr") if info.get(k) is not None)
+        lines = [f"task {info.get('task')}{sizes if sizes != ':' else ''} · sample protocol, n = {cfg['n']}, "
                  f"seeds {','.join(map(str, cfg['seeds']))} · device {result.config['environment']['device']}"]
         header = (f"{'estimator':<{width}}{'kind':>11}{'true':>9}{'mean':>8}{'bias':>8}{'var':>8}{'mse':>8}{'ok':>4}"
                   f"{'s/est':>8}{'params':>9}  status")
         lines += [header, "-" * len(header)]
         for r in result.summary:
             secs = f"{r['seconds']:>7.2f}" if np.isfinite(r["seconds"]) else f"{'–':>7}"
-            lines.append(f"{r['estimator']:<{width}}{r['kind']:>11} {r['true_mi']:>8.4g} {r['mean_estimate']:>7.3f}"
+            lines.append(f"{names[id(r)]:<{width}}{r['kind']:>11} {r['true_mi']:>8.4g} {r['mean_estimate']:>7.3f}"
                          f" {r['bias']:>7.3f} {r['variance']:>7.3f} {r['mse']:>7.3f}{r['steps']:>4d} {secs}"
                          f" {r['n_parameters']:>8d}" + (f"  {r['mi_status']}" if r.get("mi_status") else ""))
         for name, info in (result.config.get("estimator_info") or {}).items():

@@ -84,7 +84,7 @@ class SampleRecords(ProtocolRecords):
         if not rows:
             raise MibenchError(f"{run_dir} has logged no estimates")
         c = cfg["config"]
-        title = f"{c.get('task')} · sample protocol n = {c.get('n')} · seeds {len(c.get('seeds') or [])}"
+        title = f"{c.get('task')} · sample protocol n = {c.get('n')} · seeds {','.join(map(str, c.get('seeds') or []))}"
         if cfg.get("status") != "complete":
             title += f" · {run_status(cfg)}"
         written = [plot_sample_run(out_dir / "estimates.png", rows, title)]

@@ -234,7 +234,7 @@ def run_sample(prepared, out_dir=None, *, progress: bool = False, plot: bool = T
                       failed_estimates=[_describe_failure(r) for r in rows if r["status"] != "ok"], finished=_now())
         result = SampleResult(config, rows, summary, life.out)
         if life.out is not None:
-            _write_outputs(life.out, result, plot, f"{task.name} · n = {cfg.n} · seeds {len(cfg.seeds)}")
+            _write_outputs(life.out, result, plot, f"{task.name} · n = {cfg.n} · seeds {','.join(map(str, cfg.seeds))}")
         life.complete(files=("sample_estimates.csv", "summary.csv"))   # last: marks it complete
     return result
 
