@@ -179,6 +179,8 @@ def test_sample_resume_keeps_what_was_estimated(tmp_path, monkeypatch, mi):
     (["--n", "50", "--estimator", "smile"], "at least 100 pairs"),
     (["--stpes", "20"], "unrecognized arguments"),
     (["--out", ""], "--out is empty"),             # was: the default results/runs/... silently
+    (["--n", "500", "--seeds", "0", "--estimator", "ksg", "--mi", "1.4426950408889634,1.4426951"],
+     "same to six decimals"),                       # was: two rows the records could not tell apart
 ])
 def test_ordinary_mistakes_are_one_line(args, needle, capsys):
     try:

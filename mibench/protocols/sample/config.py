@@ -50,6 +50,11 @@ class SampleConfig:
         from mibench.utils.limits import HARD_LIMITS, hard_limit
 
         levels = list(parse_schedule(self.mi, 10**9).levels)
+        written = [round(float(v), 6) for v in levels]        # the records keep six decimals
+        if len(set(written)) < len(written):
+            same = sorted({v for v in written if written.count(v) > 1})
+            raise MibenchError(f"--mi lists levels that are the same to six decimals ({', '.join(map(str, same))} "
+                               "bits): the records could not tell them apart")
         names = resolve_estimators(self.estimators)
         n = hard_limit(self.n, "--n")
         for key, value in (self.estimate_kwargs or {}).items():
