@@ -49,6 +49,8 @@ the truth:
   (``settings["preprocess_infonce"]``, what ``preprocess="auto"`` chooses by), in bits.
 * ``fmmi-j-readout``: ``fmmi-j`` on BMI's 2-pair Gaussian 5 x 5 at its default (2,000 steps, 8 readout
   passes), with 64 and 256 readout passes, and at 8,000 steps.
+* ``doe-flow-budget``: ``doe-flow`` on the 2-pair Gaussian 25 x 25 at n = 20,000 with its default budget and
+  with 8,000 steps.
 * ``critic-wide``: the held-out readout's finite-sample gap on BMI's dense 50 x 50: the fitted Gaussian log
   density ratio (the right family for this task, the critics' start) fitted on the 80% training pairs and
   read on those and on the 20% held out, at n = 5,000 and 20,000 (no training: closed forms).
@@ -391,7 +393,19 @@ def fmmi_j_readout(seeds, emit) -> None:
             emit(f"{label:<12} {seed:>3} {value:8.3f} {truth:8.3f} {est.status:<16} {secs:7.1f}")
 
 
-CASES = {"image-manifold": image_manifold, "fmmi-j-readout": fmmi_j_readout, "fdime-kl-readout": fdime_kl_readout,
+def doe_flow_budget(seeds, emit) -> None:
+    emit("# case doe-flow-budget: task, n, steps, seed, estimate (bits), truth (bits), status, seconds")
+    task = "multinormal-sparse-25-25-2-2.0"
+    for steps in (None, 8000):
+        for seed in seeds:
+            est, value, truth, secs = estimate_bits("doe-flow", task, 20000, seed,
+                                                    **({} if steps is None else {"steps": steps}))
+            emit(f"{task:<32} 20000 {steps or 'default':>7} {seed:>3} {value:8.3f} {truth:8.3f} {est.status:<16} "
+                 f"{secs:7.1f}")
+
+
+CASES = {"image-manifold": image_manifold, "doe-flow-budget": doe_flow_budget, "fmmi-j-readout": fmmi_j_readout,
+         "fdime-kl-readout": fdime_kl_readout,
          "ksg-10d": ksg_10d,
          "gaussian-10d": gaussian_10d,
          "minde-j-student": minde_j_student,
