@@ -3,9 +3,9 @@
 
     python benchmarks/bench_outliers.py [--cases mienf-student,...] [--seeds 0,1] [--out FILE]
 
-Each case runs one estimator on one BMI task (the reference table's pairs: n = 5,000, the sample protocol's
-draw) at its default and at the variation that tests an explanation, and prints the estimates (bits) with
-the truth:
+Each case runs estimators on a task of the table (the reference table's pairs: n = 5,000 on BMI's tasks,
+10,000 on the images and the 10-d Gaussian, the sample protocol's draw) at their default and at the variation
+that tests an explanation, and prints the estimates (bits) with the truth:
 
 * ``mienf-student``: ``mienf`` / ``mienf-tridiag`` on the Student-t 5 x 5 with identity dispersion (dof 2),
   whose dependence is the shared scale, with no linear correlation, beside the dense Gaussian 5 x 5 (the
