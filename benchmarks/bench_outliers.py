@@ -96,21 +96,23 @@ def machine_line() -> str:
             f"{os.getloadavg()[0]:.2f}, {platform.machine()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
 
 
-def draw(task_name: str, n: int, seed: int):
+def draw(task_name: str, n: int, seed: int, bits: float | None = None):
+    """``n`` pairs of ``task_name`` (``seed``) at ``bits``, by default the task's fixed level: (x, y, truth)."""
     from mibench.protocols.sample.run import draw_dataset
     from mibench.tasks import make_task
 
     task = make_task(task_name)
-    x, y = draw_dataset(task, n, task.mi_bits, seed)
-    return x, y, task.mi_bits
+    bits = task.mi_bits if bits is None else bits
+    x, y = draw_dataset(task, n, bits, seed)
+    return x, y, bits
 
 
-def estimate_bits(name: str, task: str, n: int, seed: int, **settings):
-    """Draw ``task`` (n pairs, ``seed``), build estimator ``name`` with ``settings`` and estimate: (the
-    estimator, its estimate in bits, the truth in bits, seconds)."""
+def estimate_bits(name: str, task: str, n: int, seed: int, bits: float | None = None, **settings):
+    """Draw ``task`` (n pairs, ``seed``, at ``bits`` or its fixed level), build estimator ``name`` with
+    ``settings`` and estimate: (the estimator, its estimate in bits, the truth in bits, seconds)."""
     from mibench.estimators import ESTIMATORS
 
-    x, y, truth = draw(task, n, seed)
+    x, y, truth = draw(task, n, seed, bits)
     est = ESTIMATORS.get(name).obj(**settings)
     t0 = time.perf_counter()
     value = est.estimate(x, y, seed=seed) / LN2
@@ -289,16 +291,13 @@ def image_manifold(seeds, emit) -> None:
 
     from mibench.estimators import ESTIMATORS
     from mibench.estimators.intrinsic import two_nn_dimension
-    from mibench.protocols.sample.run import draw_dataset
-    from mibench.tasks import make_task
     from mibench.tasks.mutinfo_images import decode_latents
 
     emit("# case image-manifold: inputs, estimator, seed, estimate (bits), truth (bits), status, seconds; "
          "then each side's TwoNN intrinsic dimension")
     name, n, bits = "mutinfo-gaussian2d-16x16", 10000, 2.5 / LN2
-    task = make_task(name)
     for seed in seeds:
-        x, y = draw_dataset(task, n, bits, seed)
+        x, y, _ = draw(name, n, seed, bits)
         lat = [ndtri(np.clip(decode_latents("gaussian2d", torch.as_tensor(a).reshape(-1, 16, 16)).double().numpy(),
                              1e-12, 1 - 1e-12)) for a in (x, y)]
         if seed == seeds[0]:
@@ -336,40 +335,23 @@ def minde_j_student(seeds, emit) -> None:
 
 
 def gaussian_10d(seeds, emit) -> None:
-    from mibench.estimators import ESTIMATORS
-    from mibench.protocols.sample.run import draw_dataset
-    from mibench.tasks import make_task
-
     emit("# case gaussian-10d: estimator, setting, n, seed, estimate (bits), truth (bits), status, seconds")
-    task = make_task("gaussian")
     runs = (("minde-c", "default", 10000, {}), ("minde-c", "9,300 x 128", 10000, {"steps": 9300, "batch_size": 128}),
             ("ba", "default", 10000, {}), ("ba", "default", 40000, {}))
     for name, label, n, kw in runs:
         for seed in seeds:
-            x, y = draw_dataset(task, n, 4.0, seed)
-            est = ESTIMATORS.get(name).obj(**kw)
-            t0 = time.perf_counter()
-            value = est.estimate(x, y, seed=seed) / LN2
-            emit(f"{name:<8} {label:<12} {n:>6} {seed:>3} {value:8.3f} {4.0:8.3f} {est.status:<16} "
-                 f"{time.perf_counter() - t0:7.1f}")
+            est, value, truth, secs = estimate_bits(name, "gaussian", n, seed, 4.0, **kw)
+            emit(f"{name:<8} {label:<12} {n:>6} {seed:>3} {value:8.3f} {truth:8.3f} {est.status:<16} {secs:7.1f}")
 
 
 def ksg_10d(seeds, emit) -> None:
-    from mibench.estimators import ESTIMATORS
-    from mibench.protocols.sample.run import draw_dataset
-    from mibench.tasks import make_task
-
     emit("# case ksg-10d: n, seed, estimate (bits), truth (bits), error (bits), status, seconds")
-    task = make_task("gaussian")
     for bits in (1.0, 2.0, 4.0):
         for n in (10000, 40000):
             for seed in seeds:
-                x, y = draw_dataset(task, n, bits, seed)
-                est = ESTIMATORS.get("ksg").obj()
-                t0 = time.perf_counter()
-                value = est.estimate(x, y, seed=seed) / LN2
-                emit(f"{n:>6} {seed:>3} {value:8.3f} {bits:8.3f} {value - bits:+8.3f} {est.status or '-':<17} "
-                     f"{time.perf_counter() - t0:7.1f}")
+                est, value, truth, secs = estimate_bits("ksg", "gaussian", n, seed, bits)
+                emit(f"{n:>6} {seed:>3} {value:8.3f} {truth:8.3f} {value - truth:+8.3f} {est.status or '-':<17} "
+                     f"{secs:7.1f}")
 
 
 def fdime_kl_readout(seeds, emit) -> None:
@@ -412,15 +394,12 @@ def start_choice(seeds, emit) -> None:
     import numpy as np
 
     import mibench
-    from mibench.protocols.sample.run import draw_dataset
-    from mibench.tasks import make_task
 
     emit("# case start-choice: data, estimator, start, seed, estimate (bits), truth (bits), status, seconds")
-    task = make_task("mutinfo-gaussian2d-16x16")
     starts = (("gaussian", True), ("none", False), ("default", None))
     for nats in (2.5, 5.0):
         for seed in seeds:
-            x, y = draw_dataset(task, 10000, nats / LN2, seed)
+            x, y, _ = draw("mutinfo-gaussian2d-16x16", 10000, seed, nats / LN2)
             for name in ("nwj", "smile-5", "mine", "infonce"):
                 for label, start in starts:
                     r = mibench.estimate(x, y, estimator=name, seed=seed, gaussian_critic=start)
