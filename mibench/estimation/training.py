@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from mibench.estimation.readout import full_matrix_value
-from mibench.estimators.trained import MIN_EVALUATIONS
+from mibench.estimators.trained import MIN_EVALUATIONS, within_noise_of_zero
 
 EVAL_BLOCK = 125      # held-out blocks have at most EVAL_BLOCK pairs
 SELECTION_MAX_PAIRS = 16_000   # the evaluations that choose the checkpoint read at most this many held-out pairs
@@ -229,8 +229,9 @@ def _status(held, best, stop, diverged_at, raw, se) -> str:
         return "too_few_evaluations"    # too few held-out evaluations to tell a plateau from a rise
     if stop == "budget" and best[2] > held[int(0.75 * len(held))][0]:
         return "still_increasing"   # checked first: a value still rising at the budget's end may be low for that reason
-    if not math.isfinite(raw) or raw <= 2 * se:
-        return "no_dependence_detected"
+    near_zero = within_noise_of_zero(raw, se)
+    if near_zero:
+        return near_zero[0]
     last = held[-1][1] if held else raw
     if math.isfinite(last) and best[0] - last > max(2 * best[1], 0.02):
         return "overfit"

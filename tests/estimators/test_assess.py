@@ -84,6 +84,31 @@ def test_a_density_readout_within_its_noise_of_zero_reads_no_dependence():
     assert dep.status != "no_dependence_detected" and math.isfinite(dep.mi_stderr) and dep.mi > 5 * dep.mi_stderr
 
 
+def test_a_readout_whose_blocks_disagree_is_noisy_not_independent():
+    """js on mutinfo's rectangles at 5 nats (7.21 bits) read 1.82 nats with a standard error of 1.19 over its
+    held-out blocks, and said `no_dependence_detected`: a value that far from 0 within 2 standard errors
+    says the blocks disagree, not that x and y are independent. It now reads `noisy_readout`, for the
+    critics and for a trained sample estimator alike; a small standard error keeps `no_dependence_detected`."""
+    from mibench.estimation.training import _status
+    from mibench.estimators.trained import HeldOutEstimator, within_noise_of_zero
+
+    held = [(s, 1.0, 0.1) for s in range(0, 1000, 100)]
+    best = (1.9, 0.2, 500, None)
+    assert _status(held, best, "patience", None, 1.82, 1.19) == "noisy_readout"
+    assert _status(held, best, "patience", None, 0.03, 0.02) == "no_dependence_detected"
+    assert _status(held, best, "patience", None, float("nan"), 0.02) == "no_dependence_detected"
+    assert within_noise_of_zero(1.82, 0.5) is None
+    status, reason = within_noise_of_zero(1.82, 1.19)
+    assert status == "noisy_readout" and "1.19" in reason
+
+    class Judge:                                     # a sample estimator's judgement, without training one
+        intrinsic, loose_bound = None, False
+    judged = HeldOutEstimator.judged
+    assert judged(Judge(), ("converged", ""), 1.82, 1.19)[0] == "noisy_readout"
+    assert judged(Judge(), ("converged", ""), 0.01, 0.02)[0] == "no_dependence_detected"
+    assert judged(Judge(), ("converged", ""), 1.82, 0.3) == ("converged", "")
+
+
 def test_an_estimator_whose_number_is_a_loose_bound_never_reads_converged():
     """club read 0.96-6.3x the truth on BMI's 40 tasks in the reference table (median 3.0) and js-paper
     0.0-0.8x, with status `converged` right on 6 of 109 and 0 of 32 seeds: a converged readout of either
