@@ -54,6 +54,8 @@ that tests an explanation, and prints the estimates (bits) with the truth:
 * ``doe-flow-parts``: ``doe-flow`` on the 2-pair Gaussian 25 x 25 at n = 20,000 given all coordinates, x's two
   dependent ones only, y's two only, and both (the same MI: the other coordinates are independent of all),
   with each flow's held-out cross-entropy above its exact entropy: which flow's excess makes the gap.
+* ``fmmi-j-parts``: ``fmmi-j`` on the 2-pair Gaussian 5 x 5 (n = 5,000) given all coordinates and given the two
+  dependent ones a side (the same MI), each with its two parts beside their Gaussian closed form.
 * ``start-choice``: critics through ``mibench.estimate`` on mutinfo's Gaussian bumps 16 x 16 at 2.5 and 5 nats
   (n = 10,000, reduced to canonical variates) started from the fitted Gaussian, without it, and by the default
   (the higher held-out bound of the two); and ``nwj`` on a 150 x 150 Gaussian with four correlated pairs
@@ -415,6 +417,28 @@ def doe_flow_parts(seeds, emit) -> None:
                  f"{est.status:<16} {secs:6.1f}")
 
 
+def fmmi_j_parts(seeds, emit) -> None:
+    import numpy as np
+
+    from mibench.estimators import ESTIMATORS
+
+    emit("# case fmmi-j-parts: coordinates given a side, seed, estimate (bits), truth (bits), the estimate's parts "
+         "from t < 1/2 and t >= 1/2 (nats), their Gaussian closed form (nats), each part's error (nats), status, "
+         "seconds")
+    for seed in seeds:
+        x, y, truth = draw("multinormal-sparse-5-5-2-2.0", 5000, seed)
+        for d in (5, 2):
+            xs, ys = np.ascontiguousarray(x[:, :d]), np.ascontiguousarray(y[:, :d])
+            est = ESTIMATORS.get("fmmi-j").obj()
+            t0 = time.perf_counter()
+            value = est.estimate(xs, ys, seed=seed) / LN2
+            secs = time.perf_counter() - t0
+            got = (est.last["path_first_half"], est.last["path_second_half"])
+            exact = _path_parts(xs, ys)
+            emit(f"{d:>2} {seed:>3} {value:8.3f} {truth:8.3f} {got[0]:8.3f} {got[1]:8.3f} {exact[0]:8.3f} "
+                 f"{exact[1]:8.3f} {got[0] - exact[0]:+8.3f} {got[1] - exact[1]:+8.3f} {est.status:<16} {secs:6.1f}")
+
+
 def start_choice(seeds, emit) -> None:
     import numpy as np
 
@@ -442,7 +466,7 @@ def start_choice(seeds, emit) -> None:
             emit(f"gauss-150  {'nwj':<8} {label:<9} {seed:>3} {r.mi:8.3f} {truth:8.3f} {r.status:<18} {r.seconds:6.1f}")
 
 
-CASES = {"doe-flow-parts": doe_flow_parts,
+CASES = {"doe-flow-parts": doe_flow_parts, "fmmi-j-parts": fmmi_j_parts,
          "image-manifold": image_manifold, "start-choice": start_choice, "doe-flow-budget": doe_flow_budget,
          "fmmi-j-readout": fmmi_j_readout,
          "fdime-kl-readout": fdime_kl_readout,
