@@ -76,7 +76,8 @@ def test_high_dimensional_estimate_reduces_and_is_seeded():
     x, y = _shared_bits(3000, 200, 2, seed=3)
     assert x.shape[1] + y.shape[1] > REDUCE_ABOVE_DIM
     r = mibench.estimate(x, y, seed=0, units="nats", device="cpu", steps=600)
-    assert r.settings["reduce"] and r.settings["reduction"]["rank"] == 2
+    assert r.settings["reduction"]["rank"] == 2 and set(r.settings["inputs_values"]) == {"reduced", "raw"}
+    # (400 joint dimensions: a critic on the unreduced columns is tried too, and kept where it reads more)
     assert r.settings["noise"] == 0.0 and set(r.settings["start_values"]) == {"gaussian", "none"}
     # truth <= 2 * I(bit; bit through a 0.1 flip) = 2 (log 2 - H(0.1)) = 0.736 nats; the features'
     # noise loses some of it, and the estimate is a (held-out) lower bound
