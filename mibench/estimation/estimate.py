@@ -6,7 +6,8 @@ deterministic relation MI infinite, and an unavailable device one line, for ever
 * a **critic bound** (``infonce``, the default, ``smile``, ``nwj``, ...) trains a critic on 80% of the
   pairs and reports its bound on the held-out 20%, which cannot collapse: strictly increasing
   per-column maps fitted on the training pairs (:mod:`mibench.estimation.preprocess`), a canonical
-  reduction above 256 joint dimensions (:mod:`mibench.estimators.reduce`), a start at the fitted
+  reduction above 256 joint dimensions (:mod:`mibench.estimators.reduce`; up to 2,048 the unreduced
+  columns are a candidate too), a start at the fitted
   Gaussian (or Student-t) log density ratio (:mod:`mibench.estimation.gaussian_start`), held-out
   checkpoint selection with early stopping (:mod:`mibench.estimation.training`) and a tiled readout of
   the held-out score matrix (:mod:`mibench.estimation.readout`);
@@ -86,8 +87,9 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
         ``"normal-scores"``, ``"zscore"`` or ``"none"`` (docs/estimators.md, "Procedure").
     gaussian_critic : start from the Gaussian critic (True), never (False), or by the size rule (None).
     reduce : project each side onto its leading canonical directions, fitted on the training pairs,
-        before the critic (True), never (False), or where dim_x + dim_y > 256 (None; docs/estimators.md,
-        "Procedure").
+        before the critic (True), never (False), or where dim_x + dim_y > 256 (None), and then, up to
+        2,048 joint dimensions, also train a critic on the unreduced columns and keep the one with the
+        higher held-out bound (docs/estimators.md, "Procedure").
     device : ``auto``, ``cpu``, ``cuda[:N]`` or ``mps``.
     seed : seeds the split, the critic's initialisation and the minibatches (same seed, same result).
     units : ``"bits"`` (default) or ``"nats"``.
@@ -103,7 +105,7 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
     Cost
     ----
     For a critic-bound estimator (two critics under ``preprocess="auto"``, and on reduced inputs with and
-    without the Gaussian start), n_test = n x test_fraction:
+    without the Gaussian start, plus one unreduced up to 2,048 joint dimensions), n_test = n x test_fraction:
     time = the training steps (at most ``steps`` batches, whatever n) + O(n log n) column maps and
     determinism check + O(n d^2) fitted start + per evaluation min(n_test, 16,000) x 125 critic calls
     + a final readout of min(n_test, 4,096)^2 per critic, in 128 x 128 tiles; memory = the interpreter,
