@@ -380,8 +380,11 @@ RAW_CANDIDATE_MAX_DIM = 2048
 def _raw_candidate(xa, ya, tr, settings: EstimateSettings, sizes: SizedTraining):
     """(map, x, y, training values) of the unreduced candidate (:data:`RAW_CANDIDATE_MAX_DIM`), z-scored
     (under ``preprocess="auto"``; normal scores read the same on images and cost a second critic), or None:
-    not where the reduction was asked for (``reduce=True``), nor without a held-out part to choose by."""
-    if settings.reduce is not None or not sizes.n_test or xa.shape[1] + ya.shape[1] > RAW_CANDIDATE_MAX_DIM:
+    not where the reduction was asked for (``reduce=True``), nor where the Gaussian start was
+    (``gaussian_critic=True``: the unreduced columns are above its size rule), nor without a held-out part to
+    choose by."""
+    if (settings.reduce is not None or settings.gaussian_critic or not sizes.n_test
+            or xa.shape[1] + ya.shape[1] > RAW_CANDIDATE_MAX_DIM):
         return None
     from mibench.estimation.preprocess import standardise_columns
 
@@ -394,10 +397,13 @@ def _raw_candidate(xa, ya, tr, settings: EstimateSettings, sizes: SizedTraining)
 def _against_raw(raw: tuple, prep: str, reduced: TrainedCritic, choice: dict, train_args: tuple):
     """(map, critic, whether the reduced one is kept): a critic trained on the unreduced candidate ``raw``
     (:func:`_raw_candidate`) replaces the reduced inputs' ``reduced`` where its held-out selection value is the
-    higher; both values go to ``choice["inputs_values"]``."""
+    higher; both values go to ``choice["inputs_values"]`` (and the InfoNCE values compared, where those are not
+    them, to ``choice["inputs_infonce"]``)."""
     tr, te, est_name, settings, dev = train_args
     other = _train_critic(*raw[1:3], tr, te, est_name, raw[3], settings, dev, False)
     choice["inputs_values"] = {"reduced": float(reduced.outcome.raw), "raw": float(other.outcome.raw)}
+    if any(c.selection_nats != c.outcome.raw and math.isfinite(c.selection_nats) for c in (reduced, other)):
+        choice["inputs_infonce"] = {"reduced": float(reduced.selection_nats), "raw": float(other.selection_nats)}
     if _finite_or_floor(other.selection_nats) > _finite_or_floor(reduced.selection_nats):
         return raw[0], other, False
     return prep, reduced, True

@@ -432,7 +432,7 @@ class HeldOutEstimator(MemberTraining):
         status, reason = assessed
         if status in ("converged", "overfit", "still_improving") and self.intrinsic:
             return "no_density", no_density_reason(self.intrinsic)
-        judged = status in ("converged", "overfit") and math.isfinite(value) and math.isfinite(se)
+        judged = status in ("converged", "overfit") and not math.isnan(value) and math.isfinite(se)
         near_zero = within_noise_of_zero(value, se) if judged else None
         if near_zero:
             return near_zero

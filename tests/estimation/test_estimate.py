@@ -278,6 +278,32 @@ def test_reduced_inputs_keep_the_unreduced_critic_where_it_reads_more():
     assert r.mi > 0.8                                      # bits; the reduced inputs' critic read 0.60
 
 
+def test_the_unreduced_candidate_only_where_it_can_be_chosen():
+    """The unreduced critic is a candidate only for reduced inputs left to the default, up to 2,048 joint
+    dimensions, with a held-out part to choose by and no start asked for; it trains with the unreduced inputs'
+    data-sized settings and the map asked for (z-scores under "auto")."""
+    from dataclasses import replace
+
+    from mibench.estimation.estimate import RAW_CANDIDATE_MAX_DIM, _raw_candidate
+    from mibench.estimation.settings import EstimateSettings, SizedTraining, TrainingOptions
+
+    auto = EstimateSettings(estimator="infonce", critic="joint", training=TrainingOptions(), embed=32,
+                            test_fraction=0.2, preprocess="auto", gaussian_critic=None, reduce=None, device="cpu",
+                            seed=0, units="bits", progress=False, threads=None)
+    rng = np.random.default_rng(0)
+    x, y, tr = rng.standard_normal((50, 200)) * 3 + 1, rng.standard_normal((50, 100)), np.arange(40)
+    sizes = SizedTraining(values={"hidden": 64}, n_train=40, n_test=10)
+    prep, a, b, values = _raw_candidate(x, y, tr, auto, sizes)
+    assert prep == "zscore" and values is sizes.values and a.shape == x.shape
+    assert np.allclose(a[tr].mean(0), 0) and np.allclose(a[tr].std(0), 1, atol=0.05)   # fitted on the rows tr
+    assert _raw_candidate(x, y, tr, replace(auto, preprocess="none"), sizes)[0] == "none"
+    for refused in (replace(auto, reduce=True), replace(auto, gaussian_critic=True)):
+        assert _raw_candidate(x, y, tr, refused, sizes) is None
+    assert _raw_candidate(x, y, tr, auto, SizedTraining(values={}, n_train=50, n_test=0)) is None
+    wide = rng.standard_normal((50, RAW_CANDIDATE_MAX_DIM))
+    assert _raw_candidate(wide, y, tr, auto, sizes) is None
+
+
 def test_auto_preprocess_does_not_pick_the_higher_of_two_readouts_that_are_not_bounds():
     """preprocess="auto" kept the map whose critic read the higher held-out value; for f-dime-gan, whose
     number is not a bound, that took the z-score map's 1.68 bits of 1.47 on BMI's half-cube 2-pair 3 x 3

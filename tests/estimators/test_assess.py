@@ -98,6 +98,8 @@ def test_a_readout_whose_blocks_disagree_is_noisy_not_independent():
     assert _status(held, best, "patience", None, 0.03, 0.02) == "no_dependence_detected"
     assert _status(held, best, "patience", None, float("nan"), 0.02) == "no_dependence_detected"
     assert within_noise_of_zero(1.82, 0.5) is None
+    assert within_noise_of_zero(0.3, 0.19)[0] == "no_dependence_detected"     # the boundary: 0.2 nats
+    assert within_noise_of_zero(0.3, 0.21)[0] == "noisy_readout"
     status, reason = within_noise_of_zero(1.82, 1.19)
     assert status == "noisy_readout" and "1.19" in reason
 
