@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -137,6 +138,7 @@ def test_sigterm_to_a_sweep_process_leaves_complete_cells_complete(tmp_path):
 STALLING = '''
 import os
 import time
+from pathlib import Path
 
 
 class Stalling:
@@ -167,14 +169,21 @@ def _stalling(tmp_path) -> tuple[dict, object]:
     return env, stall
 
 
-def _terminate_when_in_flight(cmd, env, stall, in_flight: int) -> tuple[int, str, float]:
-    """Start ``mibench cmd``, send SIGTERM once ``in_flight`` estimates are stalled mid-way; (exit
-    code, stderr, seconds from the signal to the exit)."""
+def _terminate_when_in_flight(cmd, env, stall, in_flight: int, manifest: Path | None = None) -> tuple[int, str, float]:
+    """Start ``mibench cmd``, send SIGTERM once ``in_flight`` estimates are stalled mid-way, or as many as
+    the sweep's workers where its ``manifest`` (sweep.json) says fewer: a busy machine runs fewer workers
+    than asked, since they never oversubscribe the free cores; (exit code, stderr, seconds from the signal
+    to the exit)."""
     proc = subprocess.Popen([sys.executable, "-m", "mibench.cli", *cmd], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     try:
         deadline = time.time() + 240
         while time.time() < deadline and proc.poll() is None:
+            if manifest is not None and manifest.is_file():
+                try:
+                    in_flight = min(in_flight, int(json.loads(manifest.read_text())["workers"]))
+                except (ValueError, KeyError):      # written meanwhile: read it again next time
+                    pass
             if len(list(stall.parent.glob(f"{stall.name}.in-flight.*"))) >= in_flight:
                 break
             time.sleep(0.05)
@@ -198,12 +207,12 @@ def test_sigterm_mid_estimate_ends_every_started_sample_cell_interrupted(tmp_pat
     cmd = ["sweep", "--task", "gaussian", "--set", "dim=2,3", "--estimator", "stalling_est:Stalling", "--n", "100",
            "--seeds", "0,1", "--workers", str(workers), "--threads", "1", "--no-plot", "--no-leaderboard",
            "--out", str(out)]
-    code, err, seconds = _terminate_when_in_flight(cmd, env, stall, in_flight=workers)
+    code, err, seconds = _terminate_when_in_flight(cmd, env, stall, in_flight=workers, manifest=out / "sweep.json")
     assert code == 143, err
     assert seconds < execute.STOP_WORKERS_SECONDS / 2, seconds
     m = _manifest(out)
     started = [c for c in m["cells"] if (out / c["dir"] / "config.json").is_file()]
-    assert m["status"] == "interrupted" and len(started) == workers
+    assert m["status"] == "interrupted" and 1 <= len(started) == m["workers"] <= workers
     slice_ = m["invocations"][-1]          # the stopped invocation keeps its wall time
     assert slice_["stopped"] is True and 0 < slice_["wall_seconds"] < 300 and slice_["completed"] == 0
     assert slice_["ran"] == len(m["cells"])
@@ -309,6 +318,7 @@ KILLER = '''
 import os
 import signal
 import time
+from pathlib import Path
 
 
 class Killer:
