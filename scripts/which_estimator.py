@@ -1,8 +1,7 @@
 #!/usr/bin/env python
 """Write the "Which estimator?" table of README.md and docs/estimators.md from the committed results:
 per data family the leader and the runner-up (error in bits, seconds per estimate) and the estimators
-far off there, from results/reference/families.csv and, for a family the reference table has not reached whole
-(SAMPLE_FAMILIES), from one of its setups in results/reference/leaderboard.csv.
+far off there, from results/reference/families.csv (the reference table, every family whole).
 
     python scripts/which_estimator.py          # rewrite the block between the markers in both files
     python scripts/which_estimator.py --check  # exit 1 when either file's block differs
@@ -22,16 +21,6 @@ BEGIN, END = "<!-- which-estimator: begin (scripts/which_estimator.py) -->", "<!
 FILES = (ROOT / "README.md", ROOT / "docs" / "estimators.md")
 #: an estimator is "far off" where its |mean bias| exceeds this many times the family's median |bias|
 FAR = 3.0
-#: the reference table's families shown by one setup (SAMPLE_SETUPS): the table reaches their cells last, and a
-#: family with a few of its tasks would name a leader from those alone
-SAMPLE_FAMILIES: tuple = ()
-#: (family, label, task, task_params, truth in bits) of the table's setups shown alone for a family of
-#: SAMPLE_FAMILIES (the four setups of the sample leaderboard, run again in the table at current code)
-SAMPLE_SETUPS = (
-    ("images", "images: vision 64 × 64 at 4 bits (31 estimators; mutinfo's images still running)", "vision", "", 4.0),
-    ("text", "text: fine-tuned MiniLM at 1 bit (31 estimators; the off-the-shelf pool still running)", "text",
-     "ds=2;encoder=minilm-imdb", 1.0),
-)
 
 
 def _secs(v: str) -> str:
@@ -50,8 +39,6 @@ def reference_rows(path: Path) -> list[str]:
     rows = list(csv.DictReader(path.open()))
     out = []
     for family in dict.fromkeys(r["family"] for r in rows):
-        if family in SAMPLE_FAMILIES:      # shown from the sample leaderboard until the table has them whole
-            continue
         g = sorted((r for r in rows if r["family"] == family), key=lambda r: int(r["rank"]))
         tasks = max(int(r["cells"]) for r in g)
         ok = [r for r in g if r["mae_bits"] not in ("", "nan")]
@@ -73,33 +60,10 @@ def reference_rows(path: Path) -> list[str]:
     return out
 
 
-def sample_rows(path: Path) -> list[str]:
-    """One setup of the table's leaderboard (``path``) for a family it has not reached whole, leader and
-    runner-up by its rank (MSE over the seeds)."""
-    rows = list(csv.DictReader(path.open()))
-    out = []
-    for family, label, task, params, truth in SAMPLE_SETUPS:
-        if family not in SAMPLE_FAMILIES:
-            continue
-        setup = [r for r in rows if r["task"] == task and r["task_params"] == params]
-        g = sorted((r for r in setup if r["mean_estimate"] not in ("", "nan")), key=lambda r: int(r["rank"]))
-        if len(g) < 2:
-            continue
-        cell = lambda r: f"`{r['estimator']}` {abs(float(r['mean_estimate']) - truth):.3f} ({_secs(r['seconds'])})"  # noqa: E731
-        far = _far(g, lambda r: float(r["mean_estimate"]) - truth,
-                   lambda r: f"`{r['estimator']}` {float(r['mean_estimate']) - truth:+.2f}")
-        failed = [r["estimator"] for r in setup if r not in g or int(float(r["diverged_seeds"] or 0))]
-        if failed:
-            far += "; failed or flagged seeds: " + ", ".join(f"`{e}`" for e in failed)
-        out.append(f"| {label}, by MSE | {cell(g[0])} | {cell(g[1])} | {far} |")
-    return out
-
-
 def block() -> str:
     ref = ROOT / "results" / "reference" / "families.csv"
-    sample = ROOT / "results" / "reference" / "leaderboard.csv"
     lines = [BEGIN, "| data family (tasks) | leader: error in bits (s / estimate) | runner-up | far off there "
-             "(bias in bits) |", "| --- | --- | --- | --- |", *reference_rows(ref), *sample_rows(sample), END]
+             "(bias in bits) |", "| --- | --- | --- | --- |", *reference_rows(ref), END]
     return "\n".join(lines)
 
 
