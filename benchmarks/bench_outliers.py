@@ -32,6 +32,9 @@ that tests an explanation, and prints the estimates (bits) with the truth:
 * ``doe-flow-n``: ``doe-flow`` on the 2-pair Gaussian 25 x 25 and the dense 50 x 50 at n = 5,000 and
   20,000: whether its gaps there (low at 25 x 25, high at 50 x 50; ``hybrid-resampled``, whose DoE part it
   is, reads the same seed by seed) shrink with the sample.
+* ``doe-flow-spiral``: ``doe-flow`` on the spiral versions of BMI's 2-pair Gaussian 3 x 3 and 25 x 25 (the plain
+  tasks, the controls) at n = 5,000 and 20,000, and on the spiral 3 x 3 at 8,000 steps (default 2,000): whether
+  its gap on the spirals is the dimension's, the sample's or the budget's.
 * ``fdime-kl-n``: ``f-dime-kl`` (a critic, through ``mibench.estimate`` at its defaults) on the dense 50 x 50
   at n = 5,000 and 20,000.
 * ``fmmi-j-n``: ``fmmi-j`` on the 2-pair Gaussian 5 x 5 at n = 5,000 and 20,000.
@@ -61,6 +64,12 @@ that tests an explanation, and prints the estimates (bits) with the truth:
   on the pixels (``reduce=False``) and by the default, which trains both and keeps the higher held-out bound.
 * ``channel-n``: ``infonce`` (``mibench.estimate``) on mutinfo's MNIST label channel at 1.44 bits (two MNIST
   images whose classes pass a 10-ary symmetric channel) at n = 10,000 and 40,000.
+* ``channel-twin``: ``minde-j`` and ``fmmi-c`` on the MNIST label channel at 1.44 and 2.89 bits and on its
+  Gaussian-mixture twin: the canonical variates the estimators see (the default reduction, rank 9), fitted as
+  ten class means with one pooled within-class covariance a side, the same channel on the classes, so the truth
+  is known (Monte Carlo over 200,000 pairs of the exact mixture densities); the twin at n = 10,000 and 40,000
+  and at 8,000 steps (default 2,000), and a Gaussian with the twin's covariance (its closed-form MI), the
+  control.
 * ``start-choice``: critics through ``mibench.estimate`` on mutinfo's Gaussian bumps 16 x 16 at 2.5 and 5 nats
   (n = 10,000, reduced to canonical variates) started from the fitted Gaussian, without it, and by the default
   (the higher held-out bound of the two); and ``nwj`` on a 150 x 150 Gaussian with four correlated pairs
@@ -212,6 +221,17 @@ def doe_flow_n(seeds, emit) -> None:
             for seed in seeds:
                 est, value, truth, secs = estimate_bits("doe-flow", task, n, seed)
                 emit(f"{task:<32} {n:>6} {seed:>3} {value:8.3f} {truth:8.3f} {est.status:<16} {secs:6.1f}")
+
+
+def doe_flow_spiral(seeds, emit) -> None:
+    emit("# case doe-flow-spiral: task, n, steps, seed, estimate (bits), truth (bits), status, seconds")
+    runs = [(f"{kind}multinormal-sparse-{d}-{d}-2-2.0", n, 2000) for d in (3, 25) for kind in ("spiral-", "")
+            for n in (5000, 20000)]
+    runs.append(("spiral-multinormal-sparse-3-3-2-2.0", 20000, 8000))
+    for task, n, steps in runs:
+        for seed in seeds:
+            est, value, truth, secs = estimate_bits("doe-flow", task, n, seed, steps=steps)
+            emit(f"{task:<38} {n:>6} {steps:>5} {seed:>3} {value:8.3f} {truth:8.3f} {est.status:<16} {secs:6.1f}")
 
 
 def fdime_kl_n(seeds, emit) -> None:
@@ -472,6 +492,81 @@ def channel_n(seeds, emit) -> None:
             emit(f"{bits:6.3f} {n:>6} {seed:>3} {r.mi:8.3f} {r.status:<16} {kept:<8} {r.seconds:6.1f}")
 
 
+def _channel_twin(bits: float):
+    """The Gaussian-mixture twin of the label channel's reduced pairs at ``bits`` (``channel-twin``):
+    (sample(n, seed) -> (x, y), truth in bits, the exact mixture model's mean log ratio on the real pairs)."""
+    import numpy as np
+    import torch
+
+    from mibench.estimators.reduce import apply_reduction, fit_canonical_reduction
+    from mibench.tasks import make_task
+
+    task = make_task("mutinfo-channel-mnist")
+    x, y, cx, cy = task.sample_with_classes(10000, bits, torch.Generator().manual_seed(0))
+    x, y, cx, cy = x.double().numpy(), y.double().numpy(), cx.numpy(), cy.numpy()
+    rows = np.arange(len(x))
+    a, b, _ = fit_canonical_reduction(x, y, rows, 0)
+    sides = []
+    for z, c in ((apply_reduction(x, a, rows), cx), (apply_reduction(y, b, rows), cy)):
+        means = np.stack([z[c == k].mean(0) for k in range(task.k)])
+        resid = z - means[c]
+        sides.append((means, np.linalg.cholesky(resid.T @ resid / len(z))))
+    eps = task.error_probability(bits)
+    log_p = np.log(np.where(np.eye(task.k, dtype=bool), (1 - eps) / task.k, eps / ((task.k - 1) * task.k)))
+
+    def log_normal(z, means, chol):       # (n, k): log N(z; mean_c, chol chol^T) for each class c
+        d = (z[:, None, :] - means[None]).reshape(-1, z.shape[1])
+        w = np.linalg.solve(chol, d.T).T.reshape(len(z), len(means), -1)
+        return -0.5 * (w ** 2).sum(-1) - np.log(np.diag(chol)).sum() - 0.5 * z.shape[1] * math.log(2 * math.pi)
+
+    def mean_log_ratio(xs, ys):
+        lx, ly = log_normal(xs, *sides[0]), log_normal(ys, *sides[1])
+        joint = torch.logsumexp(torch.as_tensor(lx[:, :, None] + ly[:, None, :] + log_p[None]).flatten(1), 1)
+        mx = torch.logsumexp(torch.as_tensor(lx), 1) - math.log(task.k)
+        my = torch.logsumexp(torch.as_tensor(ly), 1) - math.log(task.k)
+        return float((joint - mx - my).mean()) / LN2
+
+    def sample(n, seed):
+        rng = np.random.default_rng(seed)
+        c = rng.integers(0, task.k, n)
+        c2 = np.where(rng.random(n) < eps, (c + rng.integers(1, task.k, n)) % task.k, c)
+        (m1, l1), (m2, l2) = sides
+        return (m1[c] + rng.standard_normal((n, len(l1))) @ l1.T, m2[c2] + rng.standard_normal((n, len(l2))) @ l2.T)
+
+    real = mean_log_ratio(apply_reduction(x, a, rows), apply_reduction(y, b, rows))
+    return sample, mean_log_ratio(*sample(200000, 12345)), real
+
+
+def channel_twin(seeds, emit) -> None:
+    import numpy as np
+
+    import mibench
+
+    emit("# case channel-twin: level (bits), data, estimator, n, steps, seed, estimate (bits), truth (bits), status, "
+         "seconds")
+    for bits in (1.442695, 2.88539):
+        sample, truth, real = _channel_twin(bits)
+        emit(f"# level {bits:.3f}: twin truth {truth:.3f} bits; the twin's mixture model on the real reduced pairs "
+             f"reads {real:.3f}")
+        for name in ("minde-j", "fmmi-c"):
+            for seed in seeds:
+                xr, yr, _ = draw("mutinfo-channel-mnist", 10000, seed, bits)
+                runs = [("mnist", xr, yr, bits, 10000, 2000)]
+                runs += [("twin", *sample(n, seed), truth, n, steps) for n, steps in
+                         ((10000, 2000), (40000, 2000), (10000, 8000))]
+                xt, yt = sample(400000, 999)
+                cov = np.cov(np.hstack([xt, yt]).T)
+                d = xt.shape[1]
+                gauss = 0.5 * (np.linalg.slogdet(cov[:d, :d])[1] + np.linalg.slogdet(cov[d:, d:])[1]
+                               - np.linalg.slogdet(cov)[1]) / LN2
+                z = np.random.default_rng(seed).multivariate_normal(np.zeros(2 * d), cov, size=10000)
+                runs.append(("gauss-cov", z[:, :d], z[:, d:], gauss, 10000, 2000))
+                for label, xs, ys, true_bits, n, steps in runs:
+                    r = mibench.estimate(xs, ys, estimator=name, seed=seed, steps=steps)
+                    emit(f"{bits:6.3f} {label:<9} {name:<8} {n:>6} {steps:>5} {seed:>3} {r.mi:8.3f} {true_bits:8.3f} "
+                         f"{r.status:<16} {r.seconds:6.1f}")
+
+
 def start_choice(seeds, emit) -> None:
     import numpy as np
 
@@ -499,7 +594,8 @@ def start_choice(seeds, emit) -> None:
             emit(f"gauss-150  {'nwj':<8} {label:<9} {seed:>3} {r.mi:8.3f} {truth:8.3f} {r.status:<18} {r.seconds:6.1f}")
 
 
-CASES = {"raw-candidate": raw_candidate, "channel-n": channel_n, "doe-flow-parts": doe_flow_parts,
+CASES = {"raw-candidate": raw_candidate, "channel-n": channel_n, "channel-twin": channel_twin,
+         "doe-flow-parts": doe_flow_parts,
          "fmmi-j-parts": fmmi_j_parts,
          "image-manifold": image_manifold, "start-choice": start_choice, "doe-flow-budget": doe_flow_budget,
          "fmmi-j-readout": fmmi_j_readout,
@@ -512,7 +608,8 @@ CASES = {"raw-candidate": raw_candidate, "channel-n": channel_n, "doe-flow-parts
          "ksg-dims": ksg_dims, "fmmi-j-wide": fmmi_j_wide, "minde-c-budget": minde_c_budget,
          "gaussian-wide": gaussian_wide, "minde-spiral": minde_spiral,
          "critic-wide": critic_wide, "doe-flow-n": doe_flow_n,
-         "fdime-kl-n": fdime_kl_n, "fmmi-j-n": fmmi_j_n, "minde-j-budget": minde_j_budget}
+         "fdime-kl-n": fdime_kl_n, "doe-flow-spiral": doe_flow_spiral,
+         "fmmi-j-n": fmmi_j_n, "minde-j-budget": minde_j_budget}
 
 
 def main() -> int:
