@@ -277,11 +277,12 @@ def _sample_estimate(obj, xa, ya, settings: EstimateSettings, base: dict, t_star
         status, used["implausible"] = flag
         mi = math.nan if status == "failed_fit" else mi
     scale = settings.scale
-    # a trained estimator's own split and standard error (its ``last``), where it gives them, and why its status
+    # a trained estimator's own split and standard error (its ``last``), where it gives them, why its status, and
+    # FMMI's parts along its path (nats)
     last = getattr(obj, "last", None)
     last = last if isinstance(last, dict) else {}
     shown = ("status_reason", "intrinsic_dimension", "train_readout", "reduction")
-    used.update({k: v for k, v in last.items() if k in shown or k.startswith("best_step")})
+    used.update({k: v for k, v in last.items() if k in shown or k.startswith(("best_step", "path_"))})
     split = {k: int(last[k]) for k in ("n_train", "n_test") if isinstance(last.get(k), numbers.Integral)}
     return EstimateResult(mi=mi * scale, mi_raw=raw * scale, clipped=raw < 0, status=status,
                           seconds=time.perf_counter() - t_start, n_parameters=int(getattr(obj, "n_parameters", 0) or 0),

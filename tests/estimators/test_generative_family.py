@@ -159,3 +159,14 @@ def test_fmmi_reports_its_path_halves_which_add_up_to_the_estimate(name):
     assert len(parts) == 8 and abs(sum(parts[:4]) - first) < 1e-9 and abs(sum(parts[4:]) - second) < 1e-9
     if name == "fmmi-j":
         assert first > abs(nats) and second < 0
+
+
+def test_estimate_shows_fmmi_path_parts_in_its_settings():
+    """``mibench.estimate`` passes FMMI's parts along the path (nats) through to ``settings``."""
+    import mibench
+
+    x, y, _ = draw("gauss-dense-1x1", 1500, mi_bits=1.0, seed=0)
+    r = mibench.estimate(x, y, estimator="fmmi-j", seed=0, steps=200, units="nats")
+    parts = r.settings["path_parts"]
+    assert len(parts) == 8 and abs(sum(parts) - r.mi_raw) < 1e-9
+    assert abs(r.settings["path_first_half"] - sum(parts[:4])) < 1e-9
