@@ -122,8 +122,10 @@ class ResampledHybrid(HeldOutEstimator):
         with torch.no_grad():
             value, details = self.generative.readout(models, xte, yte)
             residual = self._residual(critic, proposal, xte, yte, seed)
+        # judged against the standard error the record reports (the generative part's): a sum near 0 within it
+        # is no evidence of dependence (or, where that error is large, of anything)
         self.status, reason = self.judged(assess({**best, **critic_best}, value + residual), value + residual,
-                                          math.nan)
+                                          float(details.get("stderr", math.nan)))
         self.record({**details, "residual_nwj": residual, **({"status_reason": reason} if reason else {})},
                     {**best, **critic_best}, (xtr, xva, xte), device)
         return value + residual
