@@ -6,7 +6,7 @@ this shared machine hits both alike.
 
     python benchmarks/bench_batched_seeds.py [--task multinormal-dense-5-5-0.5] [--n 5000] [--seeds 0,1,2]
         [--estimators infonce,ba,doe-flow,minde-c,fmmi-c] [--rounds 2] [--steps-rounds 7]
-        [--out benchmarks/results/batched_seeds.txt]
+        [--out benchmarks/results/batched_seeds.txt] [--steps-only]
 
 Section 1, whole cells: per estimator and way, the median over rounds of the wall and CPU seconds of the
 cell (its three estimates, data rules and readouts included), the throughput ratio (one at a time /
@@ -15,9 +15,10 @@ batched; above 1: batched is faster) and each seed's value from both ways.  ``in
 only.  Section 2, training steps alone: one Adam step of every trained sample estimator's networks on a
 256-pair batch (5 x 5), one member vs three stacked, and for infonce one step of its default critic
 (joint, hidden 64, 8 blocks of 32 pairs, the InfoNCE bound) vs three such critics as batched matrix
-products: the ceiling on what stacking can buy for each.  CPU time (``time.process_time``) is given
-beside the wall time: with one torch thread it counts the work of this process and not its waits for a
-loaded core.
+products: the ceiling on what stacking can buy for each, beside the time of one member's matrix products
+at this thread's measured rate (the arithmetic a stacked step repeats per member).  CPU time
+(``time.process_time``) is given beside the wall time: with one torch thread it counts the work of this
+process and not its waits for a loaded core.
 """
 from __future__ import annotations
 
@@ -156,14 +157,41 @@ def _infonce_step_pair(members: int = 3, hidden: int = 64, blocks: int = 8, bloc
     return single, stacked
 
 
+def _flops(f) -> int:
+    """Floating-point operations of the matrix products in one call of ``f`` (forward and backward),
+    counted by torch's FlopCounterMode."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as mode:
+        f()
+    return int(mode.get_total_flops())
+
+
+def _gemm_rate(rounds: int = 7) -> float:
+    """FLOP/s of this thread on a 256 x 256 x 256 matrix product, the size of these networks' hidden
+    layers on a 256-pair batch (median of rounds of 200 products)."""
+    a, b = torch.randn(256, 256), torch.randn(256, 256)
+    for _ in range(20):
+        a @ b
+    times = [_clock(lambda: [a @ b for _ in range(200)])[1] for _ in range(rounds)]
+    return 200 * 2 * 256 ** 3 / statistics.median(times)
+
+
 def steps(names: list[str], rounds: int) -> list[str]:
+    rate = _gemm_rate()
     lines = ["", "## 2. One training step: one member vs three stacked (median of rounds of 20 steps)", "",
-             f"{'estimator':<10} {'1 member ms':>11} {'3 stacked ms':>12} {'ratio wall':>10} {'ratio cpu':>9}"]
+             f"a 256 x 256 x 256 matrix product runs at {rate / 1e9:.1f} GFLOP/s on this thread; 'arithmetic ms' is "
+             "one member's step's matrix-product FLOPs (forward and backward) at that rate, and 'ceiling' the "
+             "step's time over it: three stacked members do three times those FLOPs, so stacking cannot make "
+             "a cell more than that much faster", "",
+             f"{'estimator':<10} {'1 member ms':>11} {'3 stacked ms':>12} {'ratio wall':>10} {'ratio cpu':>9} "
+             f"{'arithmetic ms':>13} {'ceiling':>7}"]
     for name in names:
         one, three = _infonce_step_pair() if name == "infonce" else _step_pair(name)
         for f in (one, three):
             for _ in range(5):
                 f()
+        arithmetic = _flops(one) / rate        # after the warm-up: a first call may time kernel routes
         res = {"one": [], "three": []}
         for _ in range(rounds):
             for key, f in (("one", one), ("three", three)):
@@ -171,7 +199,8 @@ def steps(names: list[str], rounds: int) -> list[str]:
                 res[key].append((wall / 20, cpu / 20))
         med = {k: (statistics.median(t[0] for t in v), statistics.median(t[1] for t in v)) for k, v in res.items()}
         lines.append(f"{name:<10} {med['one'][0] * 1e3:>11.2f} {med['three'][0] * 1e3:>12.2f} "
-                     f"{3 * med['one'][0] / med['three'][0]:>10.2f} {3 * med['one'][1] / med['three'][1]:>9.2f}")
+                     f"{3 * med['one'][0] / med['three'][0]:>10.2f} {3 * med['one'][1] / med['three'][1]:>9.2f} "
+                     f"{arithmetic * 1e3:>13.2f} {med['one'][0] / arithmetic:>6.1f}x")
     return lines
 
 
@@ -184,6 +213,7 @@ def main(argv=None) -> None:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--steps-rounds", type=int, default=7)
     p.add_argument("--out", default=None)
+    p.add_argument("--steps-only", action="store_true", help="section 2 alone")
     args = p.parse_args(argv)
     from mibench.protocols.sample.run import draw_dataset
     from mibench.tasks import make_task
@@ -200,7 +230,8 @@ def main(argv=None) -> None:
     lines = [f"# machine: nproc {os.cpu_count()}, {_uptime()} (start)",
              f"# task {args.task} (true MI {task.mi_bits:.4f} bits), n = {args.n}, seeds {args.seeds}, "
              f"default settings, 1 torch thread"]
-    lines += whole_cells(names, data, seeds, args.rounds)
+    if not args.steps_only:
+        lines += whole_cells(names, data, seeds, args.rounds)
     lines += steps(["infonce", *STACKABLE], args.steps_rounds)
     lines += ["", f"# machine: {_uptime()} (end)"]
     text = "\n".join(lines)
