@@ -145,10 +145,10 @@ def test_a_registry_entry_takes_options_beside_its_own_settings():
 @pytest.mark.parametrize("name", ["fmmi-c", "fmmi-j"])
 def test_fmmi_reports_its_path_halves_which_add_up_to_the_estimate(name):
     """FMMI's readout is -E[div v] over t ~ U(0, 1); ``last`` splits it into the parts from t < 1/2 and
-    t >= 1/2 (estimates of h(p_0) - h(p_1/2) and h(p_1/2) - h(p_1)), which add up to the estimate, and
-    into eight bins of t, four to each half.  fmmi-j
-    moves all five coordinates between independent endpoints: the path narrows first, so its first part is
-    positive and above the MI and its second negative (docs/reference-table.md, fmmi-j)."""
+    t >= 1/2 (estimates of h(p_0) - h(p_1/2) and h(p_1/2) - h(p_1)), which add up to the estimate, and into
+    eight bins of t, four to each half.  fmmi-j moves all five coordinates between independent endpoints:
+    the path narrows first, so its first part is positive and above the MI and its second negative
+    (docs/reference-table.md, fmmi-j)."""
     x, y, _ = draw("gauss-dense-1x1", 1500, mi_bits=1.0, seed=0)
     x, y = np.hstack([x, np.random.default_rng(1).standard_normal((1500, 3))]), np.hstack([y, np.zeros((1500, 1))])
     est = build(name, 200)
