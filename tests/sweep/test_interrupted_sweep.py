@@ -138,7 +138,6 @@ def test_sigterm_to_a_sweep_process_leaves_complete_cells_complete(tmp_path):
 STALLING = '''
 import os
 import time
-from pathlib import Path
 
 
 class Stalling:
@@ -256,7 +255,6 @@ def test_one_place_installs_the_sigterm_handler():
     """One policy: only mibench.protocols.runtime.sigterm_requests_stop installs a SIGTERM handler
     (a run's and a sweep driver's alike)."""
     import ast
-    from pathlib import Path
 
     import mibench
 
@@ -318,7 +316,6 @@ KILLER = '''
 import os
 import signal
 import time
-from pathlib import Path
 
 
 class Killer:
