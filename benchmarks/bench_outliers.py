@@ -190,10 +190,12 @@ def ksg_dims(seeds, emit) -> None:
                  f"{secs:6.1f}")
 
 
-def _path_parts(x, y) -> tuple[float, float]:
-    """fmmi-j's two parts in closed form for a Gaussian with the sample's correlation (nats): the path
-    (1 - t) z_0 + t z_1 between independent z_0 ~ N(0, C_0) (the product of marginals) and z_1 ~ N(0, C_1)
-    has covariance (1 - t)^2 C_0 + t^2 C_1; the parts are h(p_0) - h(p_1/2) and h(p_1/2) - h(p_1)."""
+def _path_bins(x, y, bins: int = 8) -> list[float]:
+    """fmmi-j's parts over ``bins`` equal bins of t in closed form for a Gaussian with the sample's correlation
+    (nats): the path (1 - t) z_0 + t z_1 between independent z_0 ~ N(0, C_0) (the product of marginals) and
+    z_1 ~ N(0, C_1) has covariance S_t = (1 - t)^2 C_0 + t^2 C_1, and the part of bin [a, b) is
+    h(p_a) - h(p_b) = (log det S_a - log det S_b) / 2; with ``bins=2``, the halves h(p_0) - h(p_1/2) and
+    h(p_1/2) - h(p_1)."""
     import numpy as np
 
     c1 = np.corrcoef(np.hstack([np.asarray(x, float), np.asarray(y, float)]), rowvar=False)
@@ -201,9 +203,8 @@ def _path_parts(x, y) -> tuple[float, float]:
     c0 = c1.copy()
     c0[:dx, dx:] = 0
     c0[dx:, :dx] = 0
-    logdet = lambda c: np.linalg.slogdet(c)[1]      # noqa: E731
-    mid = logdet(0.25 * (c0 + c1))
-    return 0.5 * (logdet(c0) - mid), 0.5 * (mid - logdet(c1))
+    logdet = [np.linalg.slogdet((1 - t) ** 2 * c0 + t ** 2 * c1)[1] for t in np.linspace(0, 1, bins + 1)]
+    return [0.5 * (a - b) for a, b in zip(logdet[:-1], logdet[1:])]
 
 
 def fmmi_j_wide(seeds, emit) -> None:
@@ -211,7 +212,7 @@ def fmmi_j_wide(seeds, emit) -> None:
          "t < 1/2 and t >= 1/2 (nats), the Gaussian closed form of fmmi-j's parts (nats), status, seconds")
     for task in ("multinormal-dense-5-5-0.5", "multinormal-dense-25-25-0.5", "multinormal-dense-50-50-0.5"):
         x, y, _ = draw(task, 5000, 0)
-        exact = "{:8.2f} {:8.2f}".format(*_path_parts(x, y))
+        exact = "{:8.2f} {:8.2f}".format(*_path_bins(x, y, 2))
         for name, steps in (("fmmi-j", 2000), ("fmmi-c", 2000), ("fmmi-j", 10000)):
             if steps > 2000 and not task.startswith("multinormal-dense-50"):
                 continue
@@ -467,23 +468,9 @@ def fmmi_j_parts(seeds, emit) -> None:
             value = est.estimate(xs, ys, seed=seed) / LN2
             secs = time.perf_counter() - t0
             got = (est.last["path_first_half"], est.last["path_second_half"])
-            exact = _path_parts(xs, ys)
+            exact = _path_bins(xs, ys, 2)
             emit(f"{d:>2} {seed:>3} {value:8.3f} {truth:8.3f} {got[0]:8.3f} {got[1]:8.3f} {exact[0]:8.3f} "
                  f"{exact[1]:8.3f} {got[0] - exact[0]:+8.3f} {got[1] - exact[1]:+8.3f} {est.status:<16} {secs:6.1f}")
-
-
-def _path_bins(x, y, bins: int = 8) -> list[float]:
-    """fmmi-j's parts over ``bins`` equal bins of t in closed form for a Gaussian with the sample's correlation
-    (nats): h(p_a) - h(p_b) = (log det S_a - log det S_b) / 2 with S_t = (1 - t)^2 C_0 + t^2 C_1 (``_path_parts``)."""
-    import numpy as np
-
-    c1 = np.corrcoef(np.hstack([np.asarray(x, float), np.asarray(y, float)]), rowvar=False)
-    dx = np.asarray(x).shape[1]
-    c0 = c1.copy()
-    c0[:dx, dx:] = 0
-    c0[dx:, :dx] = 0
-    logdet = [np.linalg.slogdet((1 - t) ** 2 * c0 + t ** 2 * c1)[1] for t in np.linspace(0, 1, bins + 1)]
-    return [0.5 * (a - b) for a, b in zip(logdet[:-1], logdet[1:])]
 
 
 def fmmi_j_bins(seeds, emit) -> None:
@@ -631,17 +618,17 @@ def channel_twin(seeds, emit) -> None:
         sample, truth, real = _channel_twin(bits)
         emit(f"# level {bits:.3f}: twin truth {truth:.3f} bits; the twin's mixture model on the real reduced pairs "
              f"reads {real:.3f}")
+        xt, yt = sample(400000, 999)           # the control: a Gaussian with the twin's covariance
+        cov = np.cov(np.hstack([xt, yt]).T)
+        d = xt.shape[1]
+        gauss = 0.5 * (np.linalg.slogdet(cov[:d, :d])[1] + np.linalg.slogdet(cov[d:, d:])[1]
+                       - np.linalg.slogdet(cov)[1]) / LN2
         for name in ("minde-j", "fmmi-c"):
             for seed in seeds:
                 xr, yr, _ = draw("mutinfo-channel-mnist", 10000, seed, bits)
                 runs = [("mnist", xr, yr, bits, 10000, 2000)]
                 runs += [("twin", *sample(n, seed), truth, n, steps) for n, steps in
                          ((10000, 2000), (40000, 2000), (10000, 8000))]
-                xt, yt = sample(400000, 999)
-                cov = np.cov(np.hstack([xt, yt]).T)
-                d = xt.shape[1]
-                gauss = 0.5 * (np.linalg.slogdet(cov[:d, :d])[1] + np.linalg.slogdet(cov[d:, d:])[1]
-                               - np.linalg.slogdet(cov)[1]) / LN2
                 z = np.random.default_rng(seed).multivariate_normal(np.zeros(2 * d), cov, size=10000)
                 runs.append(("gauss-cov", z[:, :d], z[:, d:], gauss, 10000, 2000))
                 for label, xs, ys, true_bits, n, steps in runs:
