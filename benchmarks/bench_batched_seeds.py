@@ -103,10 +103,12 @@ def _step_pair(name: str, members: int = 3):
         torch.manual_seed(seed)
         return est.models(5, 5)
 
-    single, nets = build(0), [build(s) for s in range(members)]
+    single, nets, alone = build(0), [build(s) for s in range(members)], build(0)
     folds = {k: stack_members([m[k] for m in nets]) for k in nets[0]}
+    fold1 = {k: stack_members([m]) for k, m in alone.items()}
     x, y = torch.randn(members * 256, 5), torch.randn(members * 256, 5)
-    opts = [torch.optim.Adam([p for m in ms.values() for p in m.parameters()], lr=1e-3) for ms in (single, folds)]
+    opts = [torch.optim.Adam([p for m in ms.values() for p in m.parameters()], lr=1e-3)
+            for ms in (single, folds, fold1)]
 
     def step(models, opt, xb, yb, m):
         total = sum(est.loss(k, f, xb, yb).reshape(m, -1).mean(1) for k, f in models.items()).sum()
@@ -114,7 +116,8 @@ def _step_pair(name: str, members: int = 3):
         total.backward()
         opt.step()
 
-    return (lambda: step(single, opts[0], x[:256], y[:256], 1)), (lambda: step(folds, opts[1], x, y, members))
+    return ((lambda: step(single, opts[0], x[:256], y[:256], 1)), (lambda: step(folds, opts[1], x, y, members)),
+            (lambda: step(fold1, opts[2], x[:256], y[:256], 1)))
 
 
 def _infonce_step_pair(members: int = 3, hidden: int = 64, blocks: int = 8, block: int = 32):
@@ -154,7 +157,7 @@ def _infonce_step_pair(members: int = 3, hidden: int = 64, blocks: int = 8, bloc
         loss.mean().backward()
         opt_s.step()
 
-    return single, stacked
+    return single, stacked, None
 
 
 def _flops(f) -> int:
@@ -169,38 +172,49 @@ def _flops(f) -> int:
 
 def _gemm_rate(rounds: int = 7) -> float:
     """FLOP/s of this thread on a 256 x 256 x 256 matrix product, the size of these networks' hidden
-    layers on a 256-pair batch (median of rounds of 200 products)."""
+    layers on a 256-pair batch, through the faster of aten's ``mm`` and oneDNN's linear (median of
+    rounds of 200 products)."""
+    from mibench.critics.kernels import ONEDNN, _dnn
+
     a, b = torch.randn(256, 256), torch.randn(256, 256)
-    for _ in range(20):
-        a @ b
-    times = [_clock(lambda: [a @ b for _ in range(200)])[1] for _ in range(rounds)]
-    return 200 * 2 * 256 ** 3 / statistics.median(times)
+    routes = [lambda: a @ b] + ([lambda: _dnn(a, b, None, "none")] if ONEDNN else [])
+    best = float("inf")
+    for f in routes:
+        for _ in range(20):
+            f()
+        best = min(best, statistics.median(_clock(lambda: [f() for _ in range(200)])[1] for _ in range(rounds)))
+    return 200 * 2 * 256 ** 3 / best
 
 
 def steps(names: list[str], rounds: int) -> list[str]:
     rate = _gemm_rate()
     lines = ["", "## 2. One training step: one member vs three stacked (median of rounds of 20 steps)", "",
-             f"a 256 x 256 x 256 matrix product runs at {rate / 1e9:.1f} GFLOP/s on this thread; 'arithmetic ms' is "
-             "one member's step's matrix-product FLOPs (forward and backward) at that rate, and 'ceiling' the "
-             "step's time over it: three stacked members do three times those FLOPs, so stacking cannot make "
-             "a cell more than that much faster", "",
+             f"a 256 x 256 x 256 matrix product runs at {rate / 1e9:.1f} GFLOP/s on this thread (the faster of "
+             "aten's mm and oneDNN's linear); 'arithmetic ms' is one member's step's matrix-product FLOPs "
+             "(forward and backward) at that rate, and 'ceiling' the step's time over it: three stacked "
+             "members do three times those FLOPs, so stacking cannot make a cell more than that much faster. "
+             "'1 on stacked ms' is one member through the stacked network's layers (the same kernels as the "
+             "3 stacked), and 'ratio same kernels' three such steps over the 3 stacked", "",
              f"{'estimator':<10} {'1 member ms':>11} {'3 stacked ms':>12} {'ratio wall':>10} {'ratio cpu':>9} "
-             f"{'arithmetic ms':>13} {'ceiling':>7}"]
+             f"{'arithmetic ms':>13} {'ceiling':>7} {'1 on stacked ms':>15} {'ratio same kernels':>18}"]
     for name in names:
-        one, three = _infonce_step_pair() if name == "infonce" else _step_pair(name)
-        for f in (one, three):
+        one, three, alone = _infonce_step_pair() if name == "infonce" else _step_pair(name)
+        ways = {"one": one, "three": three, **({"alone": alone} if alone is not None else {})}
+        for f in ways.values():
             for _ in range(5):
                 f()
         arithmetic = _flops(one) / rate        # after the warm-up: a first call may time kernel routes
-        res = {"one": [], "three": []}
+        res = {k: [] for k in ways}
         for _ in range(rounds):
-            for key, f in (("one", one), ("three", three)):
+            for key, f in ways.items():
                 _, wall, cpu = _clock(lambda: [f() for _ in range(20)])
                 res[key].append((wall / 20, cpu / 20))
         med = {k: (statistics.median(t[0] for t in v), statistics.median(t[1] for t in v)) for k, v in res.items()}
+        same = (f"{med['alone'][0] * 1e3:>15.2f} {3 * med['alone'][0] / med['three'][0]:>18.2f}" if "alone" in med
+                else f"{'':>15} {'':>18}")
         lines.append(f"{name:<10} {med['one'][0] * 1e3:>11.2f} {med['three'][0] * 1e3:>12.2f} "
                      f"{3 * med['one'][0] / med['three'][0]:>10.2f} {3 * med['one'][1] / med['three'][1]:>9.2f} "
-                     f"{arithmetic * 1e3:>13.2f} {med['one'][0] / arithmetic:>6.1f}x")
+                     f"{arithmetic * 1e3:>13.2f} {med['one'][0] / arithmetic:>6.1f}x {same}")
     return lines
 
 

@@ -87,7 +87,10 @@ def strided_mm_is_fp32() -> bool:
                 g, x = torch.randn(4096, 256, generator=gen), torch.randn(4096, 256, generator=gen)
                 out = _mm_via_onednn(g.t(), x).double()
                 ref = g.double().t() @ x.double()
-                _STRIDED_MM = bool((out - ref).abs().max() < 1e-2)
+                gs, xs = g[:1536].view(3, 512, 256), x[:1536].view(3, 512, 256)     # the batched (member) route
+                out3 = _mm_via_onednn(gs.transpose(1, 2), xs).double()
+                ref3 = gs.double().transpose(1, 2) @ xs.double()
+                _STRIDED_MM = bool((out - ref).abs().max() < 1e-2) and bool((out3 - ref3).abs().max() < 1e-2)
             except (AttributeError, RuntimeError):
                 _STRIDED_MM = False
     return _STRIDED_MM
@@ -101,6 +104,47 @@ def _mm_via_onednn(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return a @ b
     finally:
         prec.fp32_precision = old
+
+
+class _MemberLinear(torch.autograd.Function):
+    """:func:`member_linear` through oneDNN's batched matmul, forward and both backward products."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        out = _mm_via_onednn(x, weight.transpose(1, 2))
+        if bias is not None:
+            out.add_(bias.unsqueeze(1))
+        ctx.has_bias = bias is not None
+        ctx.save_for_backward(x, weight)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        grad = grad if grad.is_contiguous() else grad.contiguous()    # e.g. an expanded gradient (stride 0)
+        grad_x = _mm_via_onednn(grad, weight) if ctx.needs_input_grad[0] else None
+        grad_w = _mm_via_onednn(grad.transpose(1, 2), x) if ctx.needs_input_grad[1] else None
+        grad_b = grad.sum(1) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        return grad_x, grad_w, grad_b
+
+
+#: oneDNN's batched matmul beats aten's for a member layer only where both its sides are this wide
+#: (1 thread, 256 rows, 3 members: 64 -> 64 1.4x faster; 10 -> 128 and 128 -> 1 slower)
+MEMBER_ONEDNN_MIN_WIDTH = 32
+
+
+def member_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """``x @ weight^T + bias`` for S members at once: ``x`` (S, R, in), ``weight`` (S, out, in), ``bias``
+    (S, out) or None -> (S, R, out).  On CPU fp32, where :func:`strided_mm_is_fp32` and the layer is
+    wide enough (:data:`MEMBER_ONEDNN_MIN_WIDTH`), through oneDNN's batched matmul (about twice
+    aten's rate at these shapes; benchmarks/README.md, "Performance"); elsewhere ``torch.baddbmm``.
+    Both compute the same function and round differently in the last bits."""
+    if (_onednn_fp32(x) and weight.dtype == torch.float32 and min(weight.shape[1:]) >= MEMBER_ONEDNN_MIN_WIDTH
+            and (bias is None or bias.dtype == torch.float32) and strided_mm_is_fp32()):
+        return _MemberLinear.apply(x, weight, bias)
+    if bias is None:
+        return torch.bmm(x, weight.transpose(1, 2))
+    return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
 
 
 def _grad_weight(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:

@@ -28,6 +28,8 @@ import copy
 import torch
 from torch import nn
 
+from mibench.critics.kernels import member_linear
+
 
 class Unstackable(Exception):
     """The members' networks cannot run as one stacked network (the caller trains them one at a time)."""
@@ -78,11 +80,7 @@ class MemberLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w = self.weight if self.mask is None else self.mask * self.weight
-        h = x.reshape(self.members, -1, x.shape[-1])
-        if self.bias is None:
-            out = torch.bmm(h, w.transpose(1, 2))
-        else:
-            out = torch.baddbmm(self.bias.unsqueeze(1), h, w.transpose(1, 2))
+        out = member_linear(x.reshape(self.members, -1, x.shape[-1]), w, self.bias)
         return out.reshape(*x.shape[:-1], w.shape[1])
 
 

@@ -141,3 +141,49 @@ def test_pair_mlp_keeps_a_diverged_critic_non_finite():
     with torch.no_grad():
         layers[0][0][2, 3] = float("nan")
     assert kernels.pair_mlp(hx, hy, layers).isnan().all()
+
+
+def _member_inputs(shape, bias=True, seed=2):
+    s, rows, d_in, d_out = shape
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(s, rows, d_in, generator=gen, requires_grad=True)
+    w = torch.randn(s, d_out, d_in, generator=gen).div_(d_in ** 0.5).requires_grad_()
+    b = torch.randn(s, d_out, generator=gen).requires_grad_() if bias else None
+    return x, w, b
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("shape", [(3, 256, 256, 256), (2, 64, 64, 32), (3, 50, 10, 128), (1, 7, 128, 1)])
+def test_member_linear_is_each_members_linear(shape, bias):
+    """Values and all three gradients of member m are F.linear's with member m's weight, on the oneDNN
+    route (layers at least MEMBER_ONEDNN_MIN_WIDTH wide) and on baddbmm's (narrower ones) alike."""
+    x, w, b = _member_inputs(shape, bias)
+    out = kernels.member_linear(x, w, b)
+    ref = torch.stack([torch.nn.functional.linear(x[m], w[m], None if b is None else b[m]) for m in range(shape[0])])
+    torch.testing.assert_close(out, ref, atol=1e-4, rtol=1e-4)
+    g = torch.randn_like(out)
+    inputs = (x, w) if b is None else (x, w, b)
+    for got, want in zip(torch.autograd.grad(out, inputs, g), torch.autograd.grad(ref, inputs, g)):
+        torch.testing.assert_close(got, want, atol=1e-3, rtol=1e-4)
+
+
+def test_member_linear_takes_onednn_only_where_it_is_faster(monkeypatch):
+    """The oneDNN route for wide layers where the strided route is fp32; baddbmm for narrow layers and
+    where the probe refuses the route (the same numbers either way: the test above)."""
+    calls = []
+    monkeypatch.setattr(kernels._MemberLinear, "apply", lambda *a: calls.append(a) or a[0])
+    kernels.member_linear(*_member_inputs((2, 4, 10, 128)))
+    assert not calls
+    kernels.member_linear(*_member_inputs((2, 4, 64, 64)))
+    assert len(calls) == (1 if kernels.ONEDNN and kernels.strided_mm_is_fp32() else 0)
+    monkeypatch.setattr(kernels, "_STRIDED_MM", False)
+    kernels.member_linear(*_member_inputs((2, 4, 64, 64)))
+    assert len(calls) <= 1
+
+
+def test_member_linear_with_an_expanded_gradient():
+    """A stride-0 gradient (e.g. from a sum) reaches the oneDNN route as a plain tensor."""
+    x, w, b = _member_inputs((2, 16, 64, 64))
+    out = kernels.member_linear(x, w, b)
+    gx, = torch.autograd.grad(out.sum(), (x,))
+    torch.testing.assert_close(gx, w.detach().sum(1, keepdim=True).expand(2, 16, 64), atol=1e-4, rtol=1e-4)
