@@ -237,9 +237,8 @@ class HeldOutEstimator(MemberTraining):
     #: the estimator models x's density too (x is jittered like y and its constant columns dropped)
     models_x = False
     #: the device types on which :meth:`estimate_members` trains a cell's members (seeds) as one stacked
-    #: network unless told: accelerators, whose small steps are launch-bound, and the CPU for the
-    #: estimators faster so there (docs/estimators.md, "Members of a cell")
-    batch_members_on: ClassVar[tuple] = ("cuda", "mps")
+    #: network unless told: every one measured faster so (the CPU: docs/estimators.md, "Members of a cell")
+    batch_members_on: ClassVar[tuple] = ("cpu", "cuda", "mps")
     #: its number is a bound far from the MI even when training converged (``club``): a converged readout
     #: then reads ``loose_bound``, a warning (docs/estimators.md, "Statuses")
     loose_bound: ClassVar[bool] = False

@@ -50,8 +50,6 @@ class DensityModelEstimator(HeldOutEstimator):
 
     name = "generative"
     Settings: ClassVar[type] = FlowSettings
-    #: the flows train a cell's seeds faster stacked on a CPU too (docs/estimators.md, "Members of a cell")
-    batch_members_on: ClassVar[tuple] = ("cpu", "cuda", "mps")
 
     def flow(self, dim: int, context_dim: int = 0):
         """A density model log q(y | x) of ``dim`` variables given ``context_dim`` (0: log q(y)), of the
