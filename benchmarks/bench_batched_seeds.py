@@ -170,25 +170,34 @@ def _flops(f) -> int:
     return int(mode.get_total_flops())
 
 
-def _gemm_rate(rounds: int = 7) -> float:
-    """FLOP/s of this thread on a 256 x 256 x 256 matrix product, the size of these networks' hidden
-    layers on a 256-pair batch, through the faster of aten's ``mm`` and oneDNN's linear (median of
-    rounds of 200 products)."""
-    from mibench.critics.kernels import ONEDNN, _dnn
+def _gemm_rates(rounds: int = 7) -> dict:
+    """FLOP/s of this thread on 256 x 256 x 256 matrix products, the size of these networks' hidden
+    layers on a 256-pair batch (median of rounds of 200 calls), by route: one product through aten's
+    ``mm`` (an ``nn.Linear``'s route) and oneDNN's linear, three members' products through aten's
+    ``bmm`` and :func:`mibench.critics.kernels.member_linear` (the stacked layers' route)."""
+    from mibench.critics.kernels import ONEDNN, _dnn, member_linear
 
     a, b = torch.randn(256, 256), torch.randn(256, 256)
-    routes = [lambda: a @ b] + ([lambda: _dnn(a, b, None, "none")] if ONEDNN else [])
-    best = float("inf")
-    for f in routes:
+    a3, b3 = torch.randn(3, 256, 256), torch.randn(3, 256, 256)
+    routes = {"aten mm": (1, lambda: a @ b), "aten bmm, 3 members": (3, lambda: torch.bmm(a3, b3.transpose(1, 2))),
+              "member_linear, 3 members": (3, lambda: member_linear(a3, b3, None))}
+    if ONEDNN:
+        routes["oneDNN linear"] = (1, lambda: _dnn(a, b, None, "none"))
+    rates = {}
+    for name, (k, f) in routes.items():
         for _ in range(20):
             f()
-        best = min(best, statistics.median(_clock(lambda: [f() for _ in range(200)])[1] for _ in range(rounds)))
-    return 200 * 2 * 256 ** 3 / best
+        t = statistics.median(_clock(lambda: [f() for _ in range(200)])[1] for _ in range(rounds))
+        rates[name] = k * 200 * 2 * 256 ** 3 / t
+    return rates
 
 
 def steps(names: list[str], rounds: int) -> list[str]:
-    rate = _gemm_rate()
+    rates = _gemm_rates()
+    rate = max(rates["aten mm"], rates.get("oneDNN linear", 0.0))
     lines = ["", "## 2. One training step: one member vs three stacked (median of rounds of 20 steps)", "",
+             "256 x 256 x 256 matrix products on this thread, GFLOP/s: "
+             + ", ".join(f"{k} {v / 1e9:.1f}" for k, v in rates.items()), "",
              f"a 256 x 256 x 256 matrix product runs at {rate / 1e9:.1f} GFLOP/s on this thread (the faster of "
              "aten's mm and oneDNN's linear); 'arithmetic ms' is one member's step's matrix-product FLOPs "
              "(forward and backward) at that rate, and 'ceiling' the step's time over it: three stacked "
