@@ -16,7 +16,9 @@ only.  Section 2, training steps alone: one Adam step of every trained sample es
 256-pair batch (5 x 5), one member vs three stacked, and for infonce one step of its default critic
 (joint, hidden 64, 8 blocks of 32 pairs, the InfoNCE bound) vs three such critics as batched matrix
 products: the ceiling on what stacking can buy for each, beside the time of one member's matrix products
-at this thread's measured rate (the arithmetic a stacked step repeats per member).  CPU time
+at this thread's measured rate (the arithmetic a stacked step repeats per member), one member through
+the stacked layers, and one member with torch's default (per-parameter) Adam instead of the fused one
+the estimators train with.  CPU time
 (``time.process_time``) is given beside the wall time: with one torch thread it counts the work of this
 process and not its waits for a loaded core.
 """
@@ -94,6 +96,7 @@ def whole_cells(names: list[str], data: list, seeds: list[int], rounds: int) -> 
 
 def _step_pair(name: str, members: int = 3):
     """(one step of one member, one step of ``members`` stacked) for trained sample estimator ``name``."""
+    from mibench.critics.kernels import make_adam
     from mibench.estimators import ESTIMATORS
     from mibench.estimators.members import stack_members
 
@@ -103,12 +106,14 @@ def _step_pair(name: str, members: int = 3):
         torch.manual_seed(seed)
         return est.models(5, 5)
 
-    single, nets, alone = build(0), [build(s) for s in range(members)], build(0)
+    single, nets, alone, looped = build(0), [build(s) for s in range(members)], build(0), build(0)
     folds = {k: stack_members([m[k] for m in nets]) for k in nets[0]}
     fold1 = {k: stack_members([m]) for k, m in alone.items()}
     x, y = torch.randn(members * 256, 5), torch.randn(members * 256, 5)
-    opts = [torch.optim.Adam([p for m in ms.values() for p in m.parameters()], lr=1e-3)
-            for ms in (single, folds, fold1)]
+    # Adam as the estimators train (fused where torch has it), and torch's default (per-parameter
+    # loops) for the 'foreach Adam' column
+    opts = [make_adam([p for m in ms.values() for p in m.parameters()], lr=1e-3) for ms in (single, folds, fold1)]
+    opts.append(torch.optim.Adam([p for m in looped.values() for p in m.parameters()], lr=1e-3))
 
     def step(models, opt, xb, yb, m):
         total = sum(est.loss(k, f, xb, yb).reshape(m, -1).mean(1) for k, f in models.items()).sum()
@@ -117,7 +122,7 @@ def _step_pair(name: str, members: int = 3):
         opt.step()
 
     return ((lambda: step(single, opts[0], x[:256], y[:256], 1)), (lambda: step(folds, opts[1], x, y, members)),
-            (lambda: step(fold1, opts[2], x[:256], y[:256], 1)))
+            (lambda: step(fold1, opts[2], x[:256], y[:256], 1)), (lambda: step(looped, opts[3], x[:256], y[:256], 1)))
 
 
 def _infonce_step_pair(members: int = 3, hidden: int = 64, blocks: int = 8, block: int = 32):
@@ -157,7 +162,7 @@ def _infonce_step_pair(members: int = 3, hidden: int = 64, blocks: int = 8, bloc
         loss.mean().backward()
         opt_s.step()
 
-    return single, stacked, None
+    return single, stacked, None, None
 
 
 def _flops(f) -> int:
@@ -203,12 +208,16 @@ def steps(names: list[str], rounds: int) -> list[str]:
              "(forward and backward) at that rate, and 'ceiling' the step's time over it: three stacked "
              "members do three times those FLOPs, so stacking cannot make a cell more than that much faster. "
              "'1 on stacked ms' is one member through the stacked network's layers (the same kernels as the "
-             "3 stacked), and 'ratio same kernels' three such steps over the 3 stacked", "",
+             "3 stacked), and 'ratio same kernels' three such steps over the 3 stacked. Every step uses Adam as "
+             "the estimators train (fused where torch has it) but '1 foreach Adam ms': one member with "
+             "torch's default Adam (per-parameter loops), and 'fused gain' that step over the first column's",
+             "",
              f"{'estimator':<10} {'1 member ms':>11} {'3 stacked ms':>12} {'ratio wall':>10} {'ratio cpu':>9} "
-             f"{'arithmetic ms':>13} {'ceiling':>7} {'1 on stacked ms':>15} {'ratio same kernels':>18}"]
+             f"{'arithmetic ms':>13} {'ceiling':>7} {'1 on stacked ms':>15} {'ratio same kernels':>18} "
+             f"{'1 foreach Adam ms':>17} {'fused gain':>10}"]
     for name in names:
-        one, three, alone = _infonce_step_pair() if name == "infonce" else _step_pair(name)
-        ways = {"one": one, "three": three, **({"alone": alone} if alone is not None else {})}
+        one, three, alone, looped = _infonce_step_pair() if name == "infonce" else _step_pair(name)
+        ways = {"one": one, "three": three, **({"alone": alone, "looped": looped} if alone is not None else {})}
         for f in ways.values():
             for _ in range(5):
                 f()
@@ -219,7 +228,8 @@ def steps(names: list[str], rounds: int) -> list[str]:
                 _, wall, cpu = _clock(lambda: [f() for _ in range(20)])
                 res[key].append((wall / 20, cpu / 20))
         med = {k: (statistics.median(t[0] for t in v), statistics.median(t[1] for t in v)) for k, v in res.items()}
-        same = (f"{med['alone'][0] * 1e3:>15.2f} {3 * med['alone'][0] / med['three'][0]:>18.2f}" if "alone" in med
+        same = (f"{med['alone'][0] * 1e3:>15.2f} {3 * med['alone'][0] / med['three'][0]:>18.2f} "
+                f"{med['looped'][0] * 1e3:>17.2f} {med['looped'][0] / med['one'][0]:>9.2f}x" if "alone" in med
                 else f"{'':>15} {'':>18}")
         lines.append(f"{name:<10} {med['one'][0] * 1e3:>11.2f} {med['three'][0] * 1e3:>12.2f} "
                      f"{3 * med['one'][0] / med['three'][0]:>10.2f} {3 * med['one'][1] / med['three'][1]:>9.2f} "

@@ -205,6 +205,7 @@ class MemberTraining:
         one {key: :class:`Best`} per member."""
         import torch
 
+        from mibench.critics.kernels import make_adam
         from mibench.estimators.members import stack_members
 
         s = self.settings
@@ -218,7 +219,7 @@ class MemberTraining:
         batch = min(s.batch_size, n)
         with torch.random.fork_rng(devices=cuda_devices(device)):
             torch.manual_seed(seeds[0] + 1)
-            opt = torch.optim.Adam([p for f in folds.values() for p in f.parameters()], lr=s.lr)
+            opt = make_adam([p for f in folds.values() for p in f.parameters()], lr=s.lr)     # as train()
             gens = [torch.Generator(device=device).manual_seed(seed) for seed in seeds]
             best = [{k: Best() for k in members[0]} for _ in members]
             curves = [{k: [] for k in members[0]} for _ in members]
