@@ -280,3 +280,29 @@ def test_the_sample_protocol_records_a_batched_cell_as_separate_runs(monkeypatch
     assert batched.config["estimator_settings"] == separate.config["estimator_settings"]
     one = run_job(CellJob("tiny-ba-test", [(np.zeros((50, 1)), np.zeros((50, 1)))] * 2, [0, 1], "cpu"))
     assert [r["status"] for r in one] == ["ok", "ok"] and [r["value_nats"] for r in one] == [0.0, 0.0]
+
+
+def test_one_adam_over_stacked_parameters_is_each_members_own_adam():
+    """The optimizer the estimators train with (kernels.make_adam, fused where torch has it) is elementwise:
+    over stacked parameters it updates each member exactly as that member's own optimizer does."""
+    from mibench.critics.kernels import make_adam
+
+    gen = torch.Generator().manual_seed(0)
+    shapes = [(3, 128, 128), (3, 128), (3, 7)]
+    start = [torch.randn(s, generator=gen) for s in shapes]
+    stacked = [t.clone().requires_grad_() for t in start]
+    alone = [[t[m].clone().requires_grad_() for t in start] for m in range(3)]
+    opt, opts = make_adam(stacked, lr=1e-3), [make_adam(ps, lr=1e-3) for ps in alone]
+    for step in range(60):
+        grads = [torch.randn(s, generator=gen) * 10.0 ** -(step % 7) for s in shapes]
+        for p, g in zip(stacked, grads):
+            p.grad = g.clone()
+        for m, ps in enumerate(alone):
+            for p, g in zip(ps, grads):
+                p.grad = g[m].clone()
+        opt.step()
+        for o in opts:
+            o.step()
+    for m, ps in enumerate(alone):
+        for p, q in zip(stacked, ps):
+            assert torch.equal(p[m], q)
