@@ -34,12 +34,27 @@ PARTS = [
 ]
 
 
+def _cpu() -> str:
+    """The CPU's model, its vector extension and the memory, from /proc (Linux; '' elsewhere)."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+        mem_kb = int(next(ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines()
+                          if ln.startswith("MemTotal")))
+    except (OSError, StopIteration, ValueError):
+        return ""
+    fields = {k.strip(): v for k, v in (ln.split(":", 1) for ln in info.splitlines() if ":" in ln)}
+    flags = fields.get("flags", "").split()
+    vector = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+    hyper = ", virtual machine" if "hypervisor" in flags else ""
+    return f"{fields.get('model name', '?').strip()} ({vector}{hyper}), {mem_kb / 2 ** 20:.0f} GiB, "
+
+
 def machine() -> str:
     import torch
 
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
-    return (f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
+    return (f"{platform.machine()}, {_cpu()}{os.cpu_count()} cores, {platform.python_implementation()} "
             f"{platform.python_version()}, torch {torch.__version__}, load average {' '.join(load)}, "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
 

@@ -13,8 +13,8 @@
 
 (a), (b) and (c) alternate round by round (medians), and the script prints floor / step for (a) and
 (c).  Then where the step's time goes: its GEMMs timed inside the step (each call wrapped), its
-parts timed alone (sampler, the critic's forward + backward on a fixed batch, Adam) and, with
-``--profile-steps``, a ``torch.profiler`` table by operator.
+parts timed alone (sampler, the critic's forward + backward on a fixed batch, Adam), its phases timed
+in place (:func:`phases_in_place`) and, with ``--profile-steps``, a ``torch.profiler`` table by operator.
 
     python benchmarks/bench_step_floor.py [--threads 2] [--side 28] [--rounds 9] [--reps 20] [--wait-quiet 120]
 """
@@ -128,6 +128,33 @@ def parts(loop, level: float):
 
     critic_fwd_bwd()
     return {"sampler": sampler, "critic forward + backward": critic_fwd_bwd, "Adam": loop.optimizer.step}
+
+
+def phases_in_place(loop, steps: int, first: int) -> dict:
+    """ms per step of each phase of the step as the loop runs it, timed in sequence within the steps
+    (with the caches as the step leaves them, unlike the parts alone): the sampler, zero_grad, the
+    critic's forward, the head, the backward pass, Adam.  The same operations as ``loop.step`` for the
+    one-critic, one-estimator run built here."""
+    cfg, critic, head = loop.run.cfg, loop.critics[0], loop.run.heads[0]
+    names = ("sampler", "zero_grad", "critic forward", "head forward", "backward", "Adam")
+    acc = dict.fromkeys(names, 0.0)
+    for step in range(first, first + steps):
+        marks = [time.perf_counter()]
+        x, y = loop.run.task.sample(cfg.batch_size, float(loop.levels[step]), loop.generator)
+        marks.append(time.perf_counter())
+        loop.optimizer.zero_grad(set_to_none=True)
+        marks.append(time.perf_counter())
+        scores = loop.scores_of(critic, x, y)
+        marks.append(time.perf_counter())
+        loss, loop.buffer[0, step] = head(scores)
+        marks.append(time.perf_counter())
+        loss.backward()
+        marks.append(time.perf_counter())
+        loop.optimizer.step()
+        marks.append(time.perf_counter())
+        for name, a, b in zip(names, marks, marks[1:]):
+            acc[name] += b - a
+    return {name: sec / steps * 1e3 for name, sec in acc.items()}
 
 
 @contextlib.contextmanager
@@ -249,6 +276,12 @@ def main(argv=None) -> int:
     t = interleaved({"whole step": step, **parts(loop, level)}, rounds=args.rounds, reps=args.reps)
     for name, sec in t.items():
         print(f"{name:<28} {sec * 1e3:7.2f}   {sec / t['whole step']:5.0%} of the step")
+
+    print("\n## the step's phases in place, ms per step (each timed within 200 steps)")
+    wait_for_quiet(timeout=args.wait_quiet)
+    ph = phases_in_place(loop, 200, next(counter))
+    for name, ms in ph.items():
+        print(f"{name:<28} {ms:7.2f}   {ms / sum(ph.values()):5.0%} of {sum(ph.values()):.2f}")
 
     if args.profile_steps:
         print(f"\n## torch.profiler, {args.profile_steps} steps: operators by self time")
