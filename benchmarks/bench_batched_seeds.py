@@ -6,7 +6,7 @@ this shared machine hits both alike.
 
     python benchmarks/bench_batched_seeds.py [--task multinormal-dense-5-5-0.5] [--n 5000] [--seeds 0,1,2]
         [--estimators infonce,ba,doe-flow,minde-c,fmmi-c] [--rounds 2] [--steps-rounds 7]
-        [--out benchmarks/results/batched_seeds.txt] [--steps-only]
+        [--out benchmarks/results/batched_seeds.txt] [--steps-only] [--routes-only]
 
 Section 1, whole cells: per estimator and way, the median over rounds of the wall and CPU seconds of the
 cell (its three estimates, data rules and readouts included), the throughput ratio (one at a time /
@@ -18,7 +18,8 @@ only.  Section 2, training steps alone: one Adam step of every trained sample es
 products: the ceiling on what stacking can buy for each, beside the time of one member's matrix products
 at this thread's measured rate (the arithmetic a stacked step repeats per member), one member through
 the stacked layers, and one member with torch's default (per-parameter) Adam instead of the fused one
-the estimators train with.  CPU time
+the estimators train with.  ``--routes-only``: one member layer's forward product by width, through
+aten's ``baddbmm`` and oneDNN's batched matmul (where ``member_linear`` takes the latter).  CPU time
 (``time.process_time``) is given beside the wall time: with one torch thread it counts the work of this
 process and not its waits for a loaded core.
 """
@@ -197,6 +198,39 @@ def _gemm_rates(rounds: int = 7) -> dict:
     return rates
 
 
+def member_routes(rounds: int = 7) -> list[str]:
+    """Three members' layers on 256 rows each, ``in -> out`` wide, forward and backward (the input's, the
+    weight's and the bias's gradients), through aten's ``baddbmm`` and through the oneDNN route of
+    :func:`mibench.critics.kernels.member_linear` (forced): where the route pays
+    (:func:`~mibench.critics.kernels.member_layer_on_onednn`)."""
+    from mibench.critics import kernels
+
+    lines = ["", "## member layers by route: forward + backward of 3 members x 256 rows (median of rounds of "
+                 "200 calls, microseconds)", "",
+             f"{'in -> out':<12} {'aten baddbmm':>12} {'oneDNN':>8} {'oneDNN / aten':>13}  member_linear takes"]
+    for d_in, d_out in ((5, 128), (10, 128), (128, 10), (128, 5), (128, 1), (32, 32), (64, 64), (64, 10),
+                        (128, 128), (256, 256)):
+        x = torch.randn(3, 256, d_in, requires_grad=True)
+        w, b = torch.randn(3, d_out, d_in, requires_grad=True), torch.randn(3, d_out, requires_grad=True)
+        g = torch.randn(3, 256, d_out)
+
+        def both(f):
+            return lambda: torch.autograd.grad(f(), (x, w, b), g)
+
+        ways = {"aten": both(lambda: torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))),
+                "onednn": both(lambda: kernels._MemberLinear.apply(x, w, b))}
+        us = {}
+        for name, f in ways.items():
+            for _ in range(20):
+                f()
+            sec = statistics.median(_clock(lambda: [f() for _ in range(200)])[1] for _ in range(rounds))
+            us[name] = 1e6 * sec / 200
+        takes = "oneDNN" if kernels.member_layer_on_onednn(d_in, d_out) else "aten"
+        lines.append(f"{f'{d_in} -> {d_out}':<12} {us['aten']:>12.1f} {us['onednn']:>8.1f} "
+                     f"{us['onednn'] / us['aten']:>13.2f}  {takes}")
+    return lines
+
+
 def steps(names: list[str], rounds: int) -> list[str]:
     rates = _gemm_rates()
     rate = max(rates["aten mm"], rates.get("oneDNN linear", 0.0))
@@ -247,6 +281,7 @@ def main(argv=None) -> None:
     p.add_argument("--steps-rounds", type=int, default=7)
     p.add_argument("--out", default=None)
     p.add_argument("--steps-only", action="store_true", help="section 2 alone")
+    p.add_argument("--routes-only", action="store_true", help="the member layers' routes alone")
     args = p.parse_args(argv)
     from mibench.protocols.sample.run import draw_dataset
     from mibench.tasks import make_task
@@ -263,9 +298,12 @@ def main(argv=None) -> None:
     lines = [f"# machine: nproc {os.cpu_count()}, {_uptime()} (start)",
              f"# task {args.task} (true MI {task.mi_bits:.4f} bits), n = {args.n}, seeds {args.seeds}, "
              f"default settings, 1 torch thread"]
-    if not args.steps_only:
-        lines += whole_cells(names, data, seeds, args.rounds)
-    lines += steps(["infonce", *STACKABLE], args.steps_rounds)
+    if args.routes_only:
+        lines += member_routes()
+    else:
+        if not args.steps_only:
+            lines += whole_cells(names, data, seeds, args.rounds)
+        lines += steps(["infonce", *STACKABLE], args.steps_rounds)
     lines += ["", f"# machine: {_uptime()} (end)"]
     text = "\n".join(lines)
     print(text)

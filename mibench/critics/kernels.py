@@ -75,8 +75,8 @@ def strided_mm_is_fp32() -> bool:
     bf16) computes in full fp32 on this CPU.  That route reads transposed operands in place, while
     ``_linear_pointwise`` first copies them, which costs time every step.  oneDNN only down-converts
     where it has bf16 matmul kernels for fp32 data (AMX); this probe checks the actual numerics at the
-    critic's shape, whose error is far smaller in fp32 than for bf16 inputs, and the route is used only
-    if they are fp32's (what the route buys: benchmarks/README.md, "Performance").
+    critic's shape and at a batched (members') one, whose error is far smaller in fp32 than for bf16
+    inputs, and the route is used only if they are fp32's (what the route buys: benchmarks/README.md, "Performance").
     ``MIBENCH_KERNELS=onednn-copy`` disables it."""
     global _STRIDED_MM
     if _STRIDED_MM is None:
@@ -128,18 +128,24 @@ class _MemberLinear(torch.autograd.Function):
         return grad_x, grad_w, grad_b
 
 
-#: oneDNN's batched matmul beats aten's for a member layer only where both its sides are this wide
-#: (1 thread, 256 rows, 3 members: 64 -> 64 1.4x faster; 10 -> 128 and 128 -> 1 slower)
-MEMBER_ONEDNN_MIN_WIDTH = 32
+def member_layer_on_onednn(d_in: int, d_out: int) -> bool:
+    """Whether a member layer ``d_in -> d_out`` trains (forward and backward) faster through oneDNN's
+    batched matmul than through aten's: where one of its sides is at least :data:`MEMBER_ONEDNN_MIN_SIDE`
+    wide (docs/estimators.md, "Members of a cell")."""
+    return max(d_in, d_out) >= MEMBER_ONEDNN_MIN_SIDE
+
+
+#: a member layer with a side at least this wide goes through oneDNN (:func:`member_layer_on_onednn`)
+MEMBER_ONEDNN_MIN_SIDE = 64
 
 
 def member_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     """``x @ weight^T + bias`` for S members at once: ``x`` (S, R, in), ``weight`` (S, out, in), ``bias``
     (S, out) or None -> (S, R, out).  On CPU fp32, where :func:`strided_mm_is_fp32` and the layer is
-    wide enough (:data:`MEMBER_ONEDNN_MIN_WIDTH`), through oneDNN's batched matmul (about twice
+    wide enough (:func:`member_layer_on_onednn`), through oneDNN's batched matmul (about twice
     aten's rate at these shapes; benchmarks/README.md, "Performance"); elsewhere ``torch.baddbmm``.
     Both compute the same function and round differently in the last bits."""
-    if (_onednn_fp32(x) and weight.dtype == torch.float32 and min(weight.shape[1:]) >= MEMBER_ONEDNN_MIN_WIDTH
+    if (_onednn_fp32(x) and weight.dtype == torch.float32 and member_layer_on_onednn(weight.shape[2], weight.shape[1])
             and (bias is None or bias.dtype == torch.float32) and strided_mm_is_fp32()):
         return _MemberLinear.apply(x, weight, bias)
     if bias is None:

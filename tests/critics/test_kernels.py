@@ -153,10 +153,11 @@ def _member_inputs(shape, bias=True, seed=2):
 
 
 @pytest.mark.parametrize("bias", [True, False])
-@pytest.mark.parametrize("shape", [(3, 256, 256, 256), (2, 64, 64, 32), (3, 50, 10, 128), (1, 7, 128, 1)])
+@pytest.mark.parametrize("shape", [(3, 256, 256, 256), (2, 64, 64, 32), (3, 50, 10, 128), (1, 7, 128, 1),
+                                   (2, 9, 16, 8)])
 def test_member_linear_is_each_members_linear(shape, bias):
     """Values and all three gradients of member m are F.linear's with member m's weight, on the oneDNN
-    route (layers at least MEMBER_ONEDNN_MIN_WIDTH wide) and on baddbmm's (narrower ones) alike."""
+    route (kernels.member_layer_on_onednn) and on baddbmm's (the last, narrow shape) alike."""
     x, w, b = _member_inputs(shape, bias)
     out = kernels.member_linear(x, w, b)
     ref = torch.stack([torch.nn.functional.linear(x[m], w[m], None if b is None else b[m]) for m in range(shape[0])])
@@ -172,13 +173,15 @@ def test_member_linear_takes_onednn_only_where_it_is_faster(monkeypatch):
     where the probe refuses the route (the same numbers either way: the test above)."""
     calls = []
     monkeypatch.setattr(kernels._MemberLinear, "apply", lambda *a: calls.append(a) or a[0])
-    kernels.member_linear(*_member_inputs((2, 4, 10, 128)))
+    kernels.member_linear(*_member_inputs((2, 4, 10, 32)))
+    kernels.member_linear(*_member_inputs((2, 4, 32, 32)))
     assert not calls
-    kernels.member_linear(*_member_inputs((2, 4, 64, 64)))
-    assert len(calls) == (1 if kernels.ONEDNN and kernels.strided_mm_is_fp32() else 0)
+    kernels.member_linear(*_member_inputs((2, 4, 10, 128)))
+    kernels.member_linear(*_member_inputs((2, 4, 128, 1)))
+    assert len(calls) == (2 if kernels.ONEDNN and kernels.strided_mm_is_fp32() else 0)
     monkeypatch.setattr(kernels, "_STRIDED_MM", False)
     kernels.member_linear(*_member_inputs((2, 4, 64, 64)))
-    assert len(calls) <= 1
+    assert len(calls) <= 2
 
 
 def test_member_linear_with_an_expanded_gradient():

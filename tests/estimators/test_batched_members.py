@@ -39,7 +39,7 @@ SMALL = {"steps": 30, "eval_every": 10, "batch_size": 64, "device": "cpu"}
 #: enough steps for minde-c and fmmi-c to read most of the 0.45 nats (30 steps read ~0)
 RANDOM_DRAWS = {"steps": 200, "eval_every": 25}
 NETS = {"doe-flow": {"hidden": 16, "context": 8, "layers": 2}, "ba": {"hidden": 16, "layers": 2},
-        "gm-flow": {"hidden": 16, "layers": 2}, "club": {"hidden": 16},
+        "gm-flow": {"hidden": 16, "layers": 2}, "club": {"hidden": 64},
         "l1out": {"hidden": 16, "layers": 2, "block": 32},
         "flo": {"hidden": 16, "negatives": 4, "test_negatives": 8}, "minde-c": {"hidden": 32, "readout_times": 8},
         "fmmi-c": {"hidden": 32, "readout_passes": 2}}
