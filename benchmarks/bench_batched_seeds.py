@@ -18,8 +18,8 @@ only.  Section 2, training steps alone: one Adam step of every trained sample es
 products: the ceiling on what stacking can buy for each, beside the time of one member's matrix products
 at this thread's measured rate (the arithmetic a stacked step repeats per member), one member through
 the stacked layers, and one member with torch's default (per-parameter) Adam instead of the fused one
-the estimators train with.  ``--routes-only``: one member layer's forward product by width, through
-aten's ``baddbmm`` and oneDNN's batched matmul (where ``member_linear`` takes the latter).  CPU time
+the estimators train with.  ``--routes-only``: one member layer's forward and backward by width, through
+aten's ``baddbmm`` and oneDNN's batched matmul (and which of them ``member_linear`` takes).  CPU time
 (``time.process_time``) is given beside the wall time: with one torch thread it counts the work of this
 process and not its waits for a loaded core.
 """
@@ -96,7 +96,8 @@ def whole_cells(names: list[str], data: list, seeds: list[int], rounds: int) -> 
 
 
 def _step_pair(name: str, members: int = 3):
-    """(one step of one member, one step of ``members`` stacked) for trained sample estimator ``name``."""
+    """One training step of trained sample estimator ``name``: (one member, ``members`` stacked, one member
+    through the stacked layers, one member with torch's default Adam)."""
     from mibench.critics.kernels import make_adam
     from mibench.estimators import ESTIMATORS
     from mibench.estimators.members import stack_members
