@@ -39,7 +39,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import header  # noqa: E402
+from common import gemm_peak_gflops, header  # noqa: E402
 
 STACKABLE = ("ba", "doe-flow", "gm-flow", "club", "l1out", "flo", "minde-c", "minde-j", "fmmi-c", "fmmi-j")
 
@@ -177,25 +177,26 @@ def _flops(f) -> int:
     return int(mode.get_total_flops())
 
 
+def _per_call(f, rounds: int = 7, calls: int = 200) -> float:
+    """Seconds per call of ``f``: after 20 warm-up calls, the median of ``rounds`` rounds of ``calls``."""
+    for _ in range(20):
+        f()
+    return statistics.median(_clock(lambda: [f() for _ in range(calls)])[1] for _ in range(rounds)) / calls
+
+
 def _gemm_rates(rounds: int = 7) -> dict:
     """FLOP/s of this thread on 256 x 256 x 256 matrix products, the size of these networks' hidden
-    layers on a 256-pair batch (median of rounds of 200 calls), by route: one product through aten's
-    ``mm`` (an ``nn.Linear``'s route) and oneDNN's linear, three members' products through aten's
-    ``bmm`` and :func:`mibench.critics.kernels.member_linear` (the stacked layers' route)."""
-    from mibench.critics.kernels import ONEDNN, _dnn, member_linear
+    layers on a 256-pair batch, by route: one product through aten (an ``nn.Linear``'s route) and
+    oneDNN's linear (:func:`common.gemm_peak_gflops`), three members' products through aten's ``bmm``
+    and :func:`mibench.critics.kernels.member_linear` (the stacked layers' route)."""
+    from mibench.critics.kernels import member_linear
 
-    a, b = torch.randn(256, 256), torch.randn(256, 256)
+    names = {"aten": "aten linear", "onednn": "oneDNN linear"}
+    rates = {names[k]: v * 1e9 for k, v in gemm_peak_gflops(256, 256, 256).items()}
     a3, b3 = torch.randn(3, 256, 256), torch.randn(3, 256, 256)
-    routes = {"aten mm": (1, lambda: a @ b), "aten bmm, 3 members": (3, lambda: torch.bmm(a3, b3.transpose(1, 2))),
-              "member_linear, 3 members": (3, lambda: member_linear(a3, b3, None))}
-    if ONEDNN:
-        routes["oneDNN linear"] = (1, lambda: _dnn(a, b, None, "none"))
-    rates = {}
-    for name, (k, f) in routes.items():
-        for _ in range(20):
-            f()
-        t = statistics.median(_clock(lambda: [f() for _ in range(200)])[1] for _ in range(rounds))
-        rates[name] = k * 200 * 2 * 256 ** 3 / t
+    for name, f in (("aten bmm, 3 members", lambda: torch.bmm(a3, b3.transpose(1, 2))),
+                    ("member_linear, 3 members", lambda: member_linear(a3, b3, None))):
+        rates[name] = 3 * 2 * 256 ** 3 / _per_call(f, rounds)
     return rates
 
 
@@ -220,12 +221,7 @@ def member_routes(rounds: int = 7) -> list[str]:
 
         ways = {"aten": both(lambda: torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))),
                 "onednn": both(lambda: kernels._MemberLinear.apply(x, w, b))}
-        us = {}
-        for name, f in ways.items():
-            for _ in range(20):
-                f()
-            sec = statistics.median(_clock(lambda: [f() for _ in range(200)])[1] for _ in range(rounds))
-            us[name] = 1e6 * sec / 200
+        us = {name: 1e6 * _per_call(f, rounds) for name, f in ways.items()}
         takes = "oneDNN" if kernels.member_layer_on_onednn(d_in, d_out) else "aten"
         lines.append(f"{f'{d_in} -> {d_out}':<12} {us['aten']:>12.1f} {us['onednn']:>8.1f} "
                      f"{us['onednn'] / us['aten']:>13.2f}  {takes}")
@@ -234,12 +230,12 @@ def member_routes(rounds: int = 7) -> list[str]:
 
 def steps(names: list[str], rounds: int) -> list[str]:
     rates = _gemm_rates()
-    rate = max(rates["aten mm"], rates.get("oneDNN linear", 0.0))
+    rate = max(rates["aten linear"], rates.get("oneDNN linear", 0.0))
     lines = ["", "## 2. One training step: one member vs three stacked (median of rounds of 20 steps)", "",
              "256 x 256 x 256 matrix products on this thread, GFLOP/s: "
              + ", ".join(f"{k} {v / 1e9:.1f}" for k, v in rates.items()), "",
              f"a 256 x 256 x 256 matrix product runs at {rate / 1e9:.1f} GFLOP/s on this thread (the faster of "
-             "aten's mm and oneDNN's linear); 'arithmetic ms' is one member's step's matrix-product FLOPs "
+             "aten's and oneDNN's linear); 'arithmetic ms' is one member's step's matrix-product FLOPs "
              "(forward and backward) at that rate, and 'ceiling' the step's time over it: three stacked "
              "members do three times those FLOPs, so stacking cannot make a cell more than that much faster. "
              "'1 on stacked ms' is one member through the stacked network's layers (the same kernels as the "

@@ -280,8 +280,9 @@ def main(argv=None) -> int:
     print("\n## the step's phases in place, ms per step (each timed within 200 steps)")
     wait_for_quiet(timeout=args.wait_quiet)
     ph = phases_in_place(loop, 200, next(counter))
+    total = sum(ph.values())
     for name, ms in ph.items():
-        print(f"{name:<28} {ms:7.2f}   {ms / sum(ph.values()):5.0%} of {sum(ph.values()):.2f}")
+        print(f"{name:<28} {ms:7.2f}   {ms / total:5.0%} of {total:.2f}")
 
     if args.profile_steps:
         print(f"\n## torch.profiler, {args.profile_steps} steps: operators by self time")

@@ -121,11 +121,15 @@ class _MemberLinear(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
-        grad = grad if grad.is_contiguous() else grad.contiguous()    # e.g. an expanded gradient (stride 0)
+        grad = grad.contiguous()    # e.g. an expanded gradient (stride 0); a no-op on a contiguous one
         grad_x = _mm_via_onednn(grad, weight) if ctx.needs_input_grad[0] else None
         grad_w = _mm_via_onednn(grad.transpose(1, 2), x) if ctx.needs_input_grad[1] else None
         grad_b = grad.sum(1) if ctx.has_bias and ctx.needs_input_grad[2] else None
         return grad_x, grad_w, grad_b
+
+
+#: a member layer with a side at least this wide goes through oneDNN (:func:`member_layer_on_onednn`)
+MEMBER_ONEDNN_MIN_SIDE = 64
 
 
 def member_layer_on_onednn(d_in: int, d_out: int) -> bool:
@@ -133,10 +137,6 @@ def member_layer_on_onednn(d_in: int, d_out: int) -> bool:
     batched matmul than through aten's: where one of its sides is at least :data:`MEMBER_ONEDNN_MIN_SIDE`
     wide (docs/estimators.md, "Members of a cell")."""
     return max(d_in, d_out) >= MEMBER_ONEDNN_MIN_SIDE
-
-
-#: a member layer with a side at least this wide goes through oneDNN (:func:`member_layer_on_onednn`)
-MEMBER_ONEDNN_MIN_SIDE = 64
 
 
 def member_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
