@@ -38,8 +38,8 @@ class TrainedSettings:
     val_fraction : share of the remaining pairs held back to choose each network's best state.
     eval_every : steps between validation evaluations (and the last step).
     ema : 0 (off) or the decay of an exponential moving average of the weights, updated after every
-        step with decay min(ema, (1 + step) / (10 + step)); when on, the average is what is validated,
-        kept and read out.
+        step with decay min(ema, (1 + step) / (10 + step)), the buffers taken as they stand; when on, the
+        average is what is validated, kept and read out.
     device : ``auto`` (CUDA when available), ``cpu``, ``cuda[:N]`` or ``mps``.
     jitter : standard deviation of the Gaussian noise added to each modelled variable (z-score units).
     marginals : ``normal-scores`` (the normal-score map after the z-score) or ``zscore`` (z-scores only).
@@ -405,17 +405,22 @@ class HeldOutEstimator(MemberTraining):
         models, best = self.fit((xtr, ytr, xva, yva), device, seed)
         return self.read_fitted(models, best, tensors, device)
 
-    def read_fitted(self, models: dict, best: dict, tensors: tuple, device) -> float:
+    def read_fitted(self, models: dict, best: dict, tensors: tuple, device, read: tuple | None = None) -> float:
         """The readout in nats of ``models`` (in their best states ``best``) fitted on ``tensors`` (the six
         of :meth:`tensors`), on its test part; details in ``last``.  The one readout of a separate estimate
-        and of each member of a cell (:meth:`estimate_members`)."""
+        and of each member of a cell (:meth:`estimate_members`).  ``read``: (value, details, the value on as
+        many training pairs) where the two readouts were already made (a cell's members read out stacked,
+        :meth:`~mibench.estimators.trained_members.MemberTraining.readout_members`)."""
         import torch
 
         xtr, xva, xte, ytr, yva, yte = tensors
-        with torch.no_grad():
-            value, details = self.readout(models, xte, yte)
-            k = min(xtr.shape[0], xte.shape[0])      # the same readout on as many training pairs
-            on_training, _ = self.readout(models, xtr[:k], ytr[:k])
+        if read is None:
+            with torch.no_grad():
+                value, details = self.readout(models, xte, yte)
+                k = min(xtr.shape[0], xte.shape[0])      # the same readout on as many training pairs
+                on_training, _ = self.readout(models, xtr[:k], ytr[:k])
+        else:
+            value, details, on_training = read
         self.status, reason = self.judged(assess(best, value, on_training), value,
                                           float(details.get("stderr", float("nan"))))
         self.record({**details, "train_readout": on_training, **({"status_reason": reason} if reason else {})},
@@ -494,9 +499,10 @@ def _update_average(kept: dict, models: dict, decay: float) -> None:
 
     with torch.no_grad():
         for key, model in models.items():
-            for avg, p in zip(kept[key].state_dict().values(), model.state_dict().values()):
-                if avg.is_floating_point():
-                    avg.mul_(decay).add_(p, alpha=1 - decay)
-                else:
-                    avg.copy_(p)
+            for avg, p in zip(kept[key].parameters(), model.parameters()):
+                avg.mul_(decay).add_(p, alpha=1 - decay)
+            # buffers are the network's as it stands: an average of a constant (a TimeMLP's frequencies)
+            # drifts by float rounding, decay * b + (1 - decay) * b != b
+            for avg, b in zip(kept[key].buffers(), model.buffers()):
+                avg.copy_(b)
 

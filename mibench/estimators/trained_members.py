@@ -5,7 +5,9 @@ both share (:class:`Best`, :func:`load_best`).
 
 Each member is its separate estimate: its own data draw, split, jitter and reduction, its networks built
 with its seed (the same initialisation), its minibatches from its own generator, its validation loss and
-best state per network, its readout and its details (``last``).  What they share is the training loop:
+best state per network, its readout and its details (``last``).  An estimator whose readout knows about
+members (:meth:`MemberTraining.readout_members`: ``minde-*``, ``fmmi-*``) reads them all out through the
+stacked networks, each member's rows with the draws its own readout makes.  What they share is the training loop:
 the members' networks run as one stacked network (:mod:`mibench.estimators.members`) under one Adam over
 the stacked weights (Adam is elementwise, so each member's update is the one its separate run makes).
 Two things differ from separate runs: the random draws inside the losses (diffusion times and noise,
@@ -159,6 +161,7 @@ class MemberTraining:
             raise
         except Exception as exc:     # e.g. a network that reads a layer's weight itself: one at a time
             raise Unstackable(f"stacked training failed: {exc}") from exc
+        reads = self._read_stacked(dict(zip(index, fitted)), tensors)
         for i, result in zip(index, fitted):
             if isinstance(result, Exception):
                 out[i].error = result
@@ -166,11 +169,49 @@ class MemberTraining:
             models, best = result
             self.reduction, self.intrinsic = prepared[i][1]
             try:
-                out[i].value = self.read_fitted(models, best, tensors[i], device)
+                out[i].value = self.read_fitted(models, best, tensors[i], device, reads.get(i))
             except Exception as exc:
                 out[i].error = exc
                 continue
             out[i].last, out[i].status = dict(self.last), str(getattr(self, "status", "") or "")
+
+    def readout_members(self, folds: dict, xs: list, ys: list) -> list[tuple[float, dict]] | None:
+        """``readout`` of every member at once: ``folds`` the members' networks stacked (by key, each
+        member's weights in their best state), ``xs[i]``, ``ys[i]`` member i's pairs (as many for each).
+        Each member's (value, details) is the one its own ``readout`` gives, up to the rounding of the
+        stacked matrix products.  None (this base): the members are read out one at a time."""
+        return None
+
+    def _read_stacked(self, fitted: dict, tensors: dict) -> dict:
+        """member -> (value, details, value on as many training pairs) for the fitted members of a cell
+        (``fitted[i]`` (networks, best) or an error) read out stacked (:meth:`readout_members`) where this
+        estimator can; {} where it cannot (then each member is read out on its own networks)."""
+        import torch
+
+        from mibench.estimators.members import stack_members
+
+        ok = [i for i, r in fitted.items() if not isinstance(r, Exception)]
+        if len(ok) < 2 or type(self).readout_members is MemberTraining.readout_members:
+            return {}
+        sizes = {(tensors[i][0].shape[0], tensors[i][2].shape[0]) for i in ok}
+        if len(sizes) > 1:
+            return {}
+        (n_train, n_test), = sizes
+        k = min(n_train, n_test)      # read_fitted's readout on as many training pairs
+        try:
+            # stacking copies the members' best weights into one network (each member's module then
+            # holds views of it, the same values)
+            folds = {key: stack_members([fitted[i][0][key] for i in ok]) for key in fitted[ok[0]][0]}
+            for fold in folds.values():
+                fold.requires_grad_(False)       # a readout that differentiates (fmmi's) needs no weight gradient
+            with torch.no_grad():
+                test = self.readout_members(folds, [tensors[i][2] for i in ok], [tensors[i][5] for i in ok])
+                train = self.readout_members(folds, [tensors[i][0][:k] for i in ok], [tensors[i][3][:k] for i in ok])
+        except Exception:        # Unstackable, or an error some member's own readout meets: one at a time
+            return {}
+        if test is None or train is None:
+            return {}
+        return {i: (value, details, on_training) for i, (value, details), (on_training, _) in zip(ok, test, train)}
 
     def fit_members(self, datas: list, device, seeds: list[int]) -> list:
         """``fit`` for each member (``datas[i]`` = (x_train, y_train, x_val, y_val), ``seeds[i]``), the
@@ -266,7 +307,4 @@ def _update_members_average(kept_folds: dict, folds: dict, kept: list, members: 
         for kept_nets, nets in zip(kept, members):
             for key, model in nets.items():
                 for avg, b in zip(kept_nets[key].buffers(), model.buffers()):
-                    if avg.is_floating_point():
-                        avg.mul_(decay).add_(b, alpha=1 - decay)
-                    else:
-                        avg.copy_(b)
+                    avg.copy_(b)       # as trained.train's average: the buffers as they stand

@@ -39,9 +39,10 @@ HUTCHINSON_PROBES = 4
 PATH_BINS = 8          # the readout's parts along the path (``path_parts``); even, so two halves
 
 
-def divergence(fn, z: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+def divergence(fn, z: torch.Tensor, generator: torch.Generator | None = None, members: int = 1) -> torch.Tensor:
     """Per-row div_z fn(z) (fn maps (n, d) -> (n, d) row-wise): exact for d <= EXACT_DIV_MAX_DIM,
-    Hutchinson's estimate with HUTCHINSON_PROBES Rademacher probes above."""
+    Hutchinson's estimate with HUTCHINSON_PROBES Rademacher probes above (``members``: the rows are that
+    many members' equal blocks, and each block gets the probes one member's rows draw)."""
     with torch.enable_grad():
         z = z.detach().requires_grad_(True)
         out = fn(z)
@@ -53,7 +54,8 @@ def divergence(fn, z: torch.Tensor, generator: torch.Generator | None = None) ->
                 total = total + g[:, i]
             return total.detach()
         for k in range(HUTCHINSON_PROBES):
-            e = (torch.randint(0, 2, z.shape, generator=generator, device=z.device) * 2 - 1).to(z.dtype)
+            e = (torch.randint(0, 2, (z.shape[0] // members, d), generator=generator, device=z.device) * 2 - 1)
+            e = e.to(z.dtype).repeat(members, 1)
             g, = torch.autograd.grad((out * e).sum(), z, retain_graph=k < HUTCHINSON_PROBES - 1)
             total = total + (g * e).sum(1)
         return (total / HUTCHINSON_PROBES).detach()
@@ -109,16 +111,46 @@ class FMMI(HeldOutEstimator):
         zt = (1 - t.unsqueeze(1)) * z0 + t.unsqueeze(1) * z1
         return ((model(zt, t, ctx) - (z1 - z0)) ** 2).sum(1)
 
-    def readout(self, models, x, y):
-        model = models["velocity"]
+    def _read_draw(self, x, y, generator, members: int):
+        """:meth:`_draw` for the readout of ``members`` stacked networks (member-major rows): each member's
+        rows get the draws its own readout makes (every readout's generator starts from the same seed)."""
+        if members == 1:
+            return self._draw(x, y, generator)
+        n = x.shape[0] // members
+        t = torch.rand(n, generator=generator, device=x.device, dtype=x.dtype).repeat(members)
+        offsets = torch.arange(members, device=x.device).unsqueeze(1) * n
+        perm = lambda: (torch.randperm(n, generator=generator, device=x.device) + offsets).reshape(-1)  # noqa: E731
+        if self.joint:
+            a, b, c = perm(), perm(), perm()
+            return torch.cat([x[a], y[b]], 1), torch.cat([x[c], y[c]], 1), t, None
+        return y[perm()], y, t, x
+
+    def _divergences(self, model, x, y, members: int = 1):
+        """(-div v per pass and row (passes, rows), t likewise) of the readout (``members``: :meth:`_read_draw`)."""
         gen = torch.Generator(device=x.device).manual_seed(1)
         values, times = [], []
         for _ in range(self.readout_passes):
-            z0, z1, t, ctx = self._draw(x, y, gen)
+            z0, z1, t, ctx = self._read_draw(x, y, gen, members)
             zt = (1 - t.unsqueeze(1)) * z0 + t.unsqueeze(1) * z1
-            values.append(-divergence(lambda z: model(z, t, ctx), zt, gen))
+            values.append(-divergence(lambda z: model(z, t, ctx), zt, gen, members))
             times.append(t)
-        v, t = torch.cat(values).double(), torch.cat(times)
+        return torch.stack(values), torch.stack(times)
+
+    def readout_members(self, folds, xs, ys):
+        """:meth:`readout` of every member through the stacked velocity field, on their rows folded
+        member-major (:meth:`~mibench.estimators.trained_members.MemberTraining.readout_members`)."""
+        m = len(xs)
+        values, times = self._divergences(folds["velocity"], torch.cat(xs), torch.cat(ys), m)
+        values, times = values.view(self.readout_passes, m, -1), times.view(self.readout_passes, m, -1)
+        return [self._summary(values[:, i].reshape(-1), times[:, i].reshape(-1)) for i in range(m)]
+
+    def readout(self, models, x, y):
+        values, times = self._divergences(models["velocity"], x, y)
+        return self._summary(values.reshape(-1), times.reshape(-1))
+
+    def _summary(self, values: torch.Tensor, t: torch.Tensor) -> tuple[float, dict]:
+        """(value, details) of the readout from its -div v and t per pass and pair (passes first)."""
+        v = values.double()
         # the estimate's parts in PATH_BINS equal bins of t, estimates of h(p_a) - h(p_b) for each bin [a, b)
         # (where on the path an error sits), and its halves, the parts from t < 1/2 and t >= 1/2: between
         # independent endpoints the path narrows and widens again, each half is of the order of the moving

@@ -160,24 +160,31 @@ class MINDE(HeldOutEstimator):
         dx = self._dx
         return (err[:, :dx] * mx).sum(1) + (err[:, dx:] * my).sum(1)
 
-    def _integrand(self, model, x, y, t_value: float, gen) -> torch.Tensor:
+    def _integrand(self, model, x, y, t_value: float, gen, members: int = 1) -> torch.Tensor:
         """Per held-out pair: ||eps_hat_p - eps_hat_q||^2 / 2 at one t (the integrand over phi; over t it
-        is beta(t) / (2 s_t^2) ||eps_hat_p - eps_hat_q||^2)."""
+        is beta(t) / (2 s_t^2) ||eps_hat_p - eps_hat_q||^2).  ``members`` stacked networks (member-major
+        rows): each member's rows get the noise its own readout draws (every readout's generator starts
+        from the same seed)."""
         n = x.shape[0]
         t = torch.full((n,), t_value, device=x.device, dtype=x.dtype)
         a, s = (v.unsqueeze(1) for v in noise_scale(t))
         ones = torch.ones(n, 1, device=x.device, dtype=x.dtype)
         zeros = torch.zeros(n, 1, device=x.device, dtype=x.dtype)
+
+        def noise(width: int) -> torch.Tensor:
+            eps = torch.randn((n // members, width), generator=gen, device=x.device, dtype=x.dtype)
+            return eps if members == 1 else eps.repeat(members, 1)
+
         if self.joint:
             z0 = torch.cat([x, y], 1)
-            zt = a * z0 + s * torch.randn(z0.shape, generator=gen, device=x.device, dtype=x.dtype)
+            zt = a * z0 + s * noise(z0.shape[1])
             both = self._denoise(model, zt, t, x, ones, ones)
             dx = self._dx
             alone = torch.cat([self._denoise(model, zt, t, x, ones, zeros)[:, :dx],
                                self._denoise(model, zt, t, x, zeros, ones)[:, dx:]], 1)
             diff = both - alone
         else:
-            zt = a * y + s * torch.randn(y.shape, generator=gen, device=x.device, dtype=x.dtype)
+            zt = a * y + s * noise(y.shape[1])
             diff = self._denoise(model, zt, t, x, ones) - self._denoise(model, zt, t, x, zeros)
         return 0.5 * (diff ** 2).sum(1)
 
@@ -191,3 +198,15 @@ class MINDE(HeldOutEstimator):
         vals = torch.stack([self._integrand(model, x, y, float(t), gen).double().mean() for t in ts])
         value = float(torch.trapezoid(vals, phi))
         return value, {"readout_times": self.readout_times}
+
+    def readout_members(self, folds, xs, ys):
+        """:meth:`readout` of every member through the stacked denoiser, on their rows folded member-major
+        (:meth:`~mibench.estimators.trained_members.MemberTraining.readout_members`)."""
+        m, n = len(xs), xs[0].shape[0]
+        x, y = torch.cat(xs), torch.cat(ys)
+        gen = torch.Generator(device=x.device).manual_seed(1)
+        phi, ts = readout_nodes(self.readout_times)
+        vals = torch.stack([self._integrand(folds["denoiser"], x, y, float(t), gen, m).double().view(m, n).mean(1)
+                            for t in ts])          # (nodes, members)
+        return [(float(torch.trapezoid(vals[:, i].contiguous(), phi.to(vals.device))),
+                 {"readout_times": self.readout_times}) for i in range(m)]
