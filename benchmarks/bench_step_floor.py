@@ -14,7 +14,9 @@
 (a), (b) and (c) alternate round by round (medians), and the script prints floor / step for (a) and
 (c).  Then where the step's time goes: its GEMMs timed inside the step (each call wrapped), its
 parts timed alone (sampler, the critic's forward + backward on a fixed batch, Adam), its phases timed
-in place (:func:`phases_in_place`) and, with ``--profile-steps``, a ``torch.profiler`` table by operator.
+in place (:func:`phases_in_place`), what a step at 80% of the floor would leave for its elementwise work
+once its GEMMs, the sampler and Adam are paid (each at its time measured above) and, with
+``--profile-steps``, a ``torch.profiler`` table by operator.
 
     python benchmarks/bench_step_floor.py [--threads 2] [--side 28] [--rounds 9] [--reps 20] [--wait-quiet 120]
 """
@@ -262,13 +264,15 @@ def main(argv=None) -> int:
         for _ in range(n):
             step()
         whole = (time.perf_counter() - t0) / n
-    total = 0.0
+    total = large = 0.0
     for (kind, a, b), secs in sorted(acc.items(), key=lambda kv: -sum(kv[1])):
         per_step = len(secs) / n
         ms = sorted(secs)[len(secs) // 2] * per_step * 1e3
         total += ms
+        large += ms if min(a) >= args.hidden and min(b) >= args.hidden else 0.0     # the floor's GEMMs
         print(f"{kind:<12} {str(a):<12} x {str(b):<12} {per_step:3.0f}/step {ms:7.3f}")
     print(f"GEMMs {total:.2f} of {whole * 1e3:.2f} ms per step (these 100 steps); the rest {whole * 1e3 - total:.2f}")
+    gemms = total
 
     print("\n## the step's parts alone, ms (interleaved with the whole step)")
     level = float(loop.levels[0])
@@ -283,6 +287,19 @@ def main(argv=None) -> int:
     total = sum(ph.values())
     for name, ms in ph.items():
         print(f"{name:<28} {ms:7.2f}   {ms / total:5.0%} of {total:.2f}")
+
+    print("\n## what 80% would leave, ms per step")
+    goal = med["floor"] * 1e3 / 0.8
+    fixed = {"the floor's GEMMs inside the step": large, "the step's other GEMMs inside it": gemms - large,
+             "the sampler alone": t["sampler"] * 1e3, "Adam alone": t["Adam"] * 1e3}
+    print(f"{'the step at 80% of the floor':<40} {goal:7.2f}")
+    for name, ms in fixed.items():
+        print(f"{'- ' + name:<40} {ms:7.2f}")
+    print(f"{'= left for everything else':<40} {goal - sum(fixed.values()):7.2f}   (the ReLUs and their backward, "
+          f"the bias and pair sums, the pair add, the head, zero_grad, autograd and Python; now "
+          f"{whole * 1e3 - sum(fixed.values()):.2f})")
+    left_alone = goal - sum(fixed.values()) + large - med["floor"] * 1e3
+    print(f"{'  with the floor GEMMs as fast as alone':<40} {left_alone:7.2f}")
 
     if args.profile_steps:
         print(f"\n## torch.profiler, {args.profile_steps} steps: operators by self time")
