@@ -179,7 +179,8 @@ class MemberTraining:
         """``readout`` of every member at once: ``folds`` the members' networks stacked (by key, each
         member's weights in their best state), ``xs[i]``, ``ys[i]`` member i's pairs (as many for each).
         Each member's (value, details) is the one its own ``readout`` gives, up to the rounding of the
-        stacked matrix products.  None (this base): the members are read out one at a time."""
+        stacked matrix products; it runs before any member's reduction is set on the estimator, so it reads
+        none.  None (this base): the members are read out one at a time."""
         return None
 
     def _read_stacked(self, fitted: dict, tensors: dict) -> dict:
