@@ -43,6 +43,10 @@ class TrainedSettings:
     device : ``auto`` (CUDA when available), ``cpu``, ``cuda[:N]`` or ``mps``.
     jitter : standard deviation of the Gaussian noise added to each modelled variable (z-score units).
     marginals : ``normal-scores`` (the normal-score map after the z-score) or ``zscore`` (z-scores only).
+    threads : torch threads while it trains and reads out on a CPU.  1 (the default) gives the same
+        numbers whatever the caller's thread count (a run's count follows the cores free when it starts,
+        docs/install.md), which changes the rounding of parallel sums, a difference training grows; 0 keeps
+        the caller's count (faster where cores are free; the numbers then depend on it).
     """
 
     steps: int = 2000
@@ -55,6 +59,7 @@ class TrainedSettings:
     device: str = "auto"
     jitter: float = 0.01
     marginals: str = "normal-scores"
+    threads: int = 1
 
     #: fields whose value must lie in a range: name -> (lowest, highest, lowest included, highest included)
     RANGES: ClassVar[dict] = {
@@ -62,6 +67,7 @@ class TrainedSettings:
         "lr": (0, math.inf, False, False),
         "test_fraction": (0, 1, False, False), "val_fraction": (0, 1, False, False),
         "eval_every": (1, math.inf, True, False), "ema": (0, 1, True, False), "jitter": (0, math.inf, True, False),
+        "threads": (0, math.inf, True, False),
     }
     #: fields that take one of a few words: name -> the words
     CHOICES: ClassVar[dict] = {"marginals": MARGINALS}
@@ -303,7 +309,7 @@ class HeldOutEstimator(MemberTraining):
             return 0.0    # y (or a modelled x) constant on the training split: no information to carry
         threads = torch.get_num_threads()
         if device.type == "cpu":
-            torch.set_num_threads(1)    # small GEMMs: intra-op threads only add synchronisation
+            torch.set_num_threads(self.settings.threads or threads)    # the same numbers at any caller's count
         try:
             return self.fit_and_read(self.prepare(split), device, seed)
         finally:

@@ -131,7 +131,7 @@ class MemberTraining:
             raise Unstackable("the members' prepared data differ in shape")
         threads = torch.get_num_threads()
         if device.type == "cpu":
-            torch.set_num_threads(1)    # as estimate(): small GEMMs
+            torch.set_num_threads(self.settings.threads or threads)    # as estimate()
         try:
             if len(prepared) > 1:
                 self._fit_and_read_stacked(prepared, out, device, seeds)
