@@ -179,8 +179,10 @@ class MemberTraining:
         """``readout`` of every member at once: ``folds`` the members' networks stacked (by key, each
         member's weights in their best state), ``xs[i]``, ``ys[i]`` member i's pairs (as many for each).
         Each member's (value, details) is the one its own ``readout`` gives, up to the rounding of the
-        stacked matrix products; it runs before any member's reduction is set on the estimator, so it reads
-        none.  None (this base): the members are read out one at a time."""
+        stacked matrix products.  It must not read ``reduction`` or ``intrinsic`` (they hold some member's
+        when it runs); it is used only where the class that defines it also defines ``readout``, so that a
+        subclass with a readout of its own is read out one member at a time.  None (this base): the members
+        are read out one at a time."""
         return None
 
     def _read_stacked(self, fitted: dict, tensors: dict) -> dict:
@@ -192,7 +194,7 @@ class MemberTraining:
         from mibench.estimators.members import stack_members
 
         ok = [i for i, r in fitted.items() if not isinstance(r, Exception)]
-        if len(ok) < 2 or type(self).readout_members is MemberTraining.readout_members:
+        if len(ok) < 2 or _owner(type(self), "readout_members") is not _owner(type(self), "readout"):
             return {}
         sizes = {(tensors[i][0].shape[0], tensors[i][2].shape[0]) for i in ok}
         if len(sizes) > 1:
@@ -278,6 +280,11 @@ class MemberTraining:
                 if step % s.eval_every == 0 or step == s.steps:
                     _validate_members(kept, loss, datas, best, curves, step)
         return [{k: replace(b, curve=tuple(curves[i][k])) for k, b in member.items()} for i, member in enumerate(best)]
+
+
+def _owner(cls: type, name: str) -> type | None:
+    """The class of ``cls``'s method resolution order that defines ``name``."""
+    return next((c for c in cls.__mro__ if name in vars(c)), None)
 
 
 def _validate_members(kept: list[dict], loss, datas: list[tuple], best: list[dict], curves: list[dict],

@@ -315,10 +315,11 @@ READOUT_NETS = {"minde-c": {"readout_times": 8}, "minde-j": {"readout_times": 8}
                 "fmmi-j": {"readout_passes": 2}}
 
 
-@pytest.mark.parametrize("name,dim", [("minde-c", 3), ("minde-j", 3), ("fmmi-c", 3), ("fmmi-j", 3), ("fmmi-c", 40)])
+@pytest.mark.parametrize("name,dim", [("minde-c", 3), ("minde-j", 3), ("fmmi-c", 3), ("fmmi-j", 3), ("fmmi-c", 40),
+                                      ("fmmi-j", 20)])
 def test_a_stacked_readout_is_each_members_own_readout(name, dim):
     """minde-* and fmmi-* read a cell's members out through the stacked networks, each member's rows with
-    the draws its own readout makes (fmmi-c at 40 dimensions: Hutchinson's probes)."""
+    the draws its own readout makes (fmmi-c at 40 dimensions and fmmi-j at 20 + 20: Hutchinson's probes)."""
     est = ESTIMATORS.get(name).obj().with_settings(hidden=32, device="cpu", **READOUT_NETS[name])
     nets = []
     for seed in range(3):
@@ -341,8 +342,9 @@ def test_a_stacked_readout_is_each_members_own_readout(name, dim):
             assert np.allclose(v, s_details[key], rtol=0, atol=TOL_READOUT), key
 
 
-def test_a_cell_reads_its_members_out_stacked_where_the_estimator_can(monkeypatch):
-    est = _estimator("minde-c")
+@pytest.mark.parametrize("name", ["minde-c", "fmmi-c"])
+def test_a_cell_reads_its_members_out_stacked_where_the_estimator_can(monkeypatch, name):
+    est = _estimator(name)
     seeds = [0, 1, 2]
     data = _data(seeds)
     calls = []
@@ -373,3 +375,52 @@ def test_the_moving_average_takes_the_buffers_as_they_stand():
     for b in [best, *(s[1] for s in stacked)]:
         state = b["denoiser"].state
         assert b["denoiser"].step > 20 and torch.equal(state["freqs"], freqs)
+
+
+def test_a_sample_run_stacks_its_levels_and_seeds_in_one_cell(monkeypatch):
+    """The run's levels share one shape: each batched estimator trains every (level, seed) pair it misses
+    as one cell (in groups of levels whose datasets fit in CELL_MAX_BYTES), each row its separate run's."""
+    import mibench
+    from mibench.protocols.sample import run as sample_run
+
+    mibench.register_estimator("tiny-ba-test", _TinyBA, replace=True)
+    cfg = sample_run.SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=["gaussian", "tiny-ba-test"],
+                                  mi="0.5,1", n=400, seeds=[0, 1], timeout=None, device="cpu")
+    sizes = []
+    cell = sample_run.estimate_cell
+    monkeypatch.setattr(sample_run, "estimate_cell", lambda job: sizes.append(len(job.seeds)) or cell(job))
+    batched = sample_run.run_sample(sample_run.prepare(cfg), plot=False)
+    assert sizes == [4]                                   # 2 levels x 2 seeds, one job
+    task = sample_run.prepare(cfg).task
+    per_level = 400 * (task.dim_x + task.dim_y) * 8 * 2   # n x (dim_x + dim_y) x float64 x seeds
+    monkeypatch.setattr(sample_run, "CELL_MAX_BYTES", per_level)
+    sizes.clear()
+    by_level = sample_run.run_sample(sample_run.prepare(cfg), plot=False)
+    assert sizes == [2, 2]                                # one level's datasets fit at a time
+    monkeypatch.setattr(sample_run, "CELL_MAX_BYTES", per_level - 1)
+    sizes.clear()
+    monkeypatch.setattr(_TinyBA, "batch_members_on", ())
+    separate = sample_run.run_sample(sample_run.prepare(cfg), plot=False)
+    assert sizes == []
+    key = lambda r: (r["true_mi"], r["seed"], r["estimator"])     # noqa: E731
+    for run in (batched, by_level):
+        assert [key(r) for r in run.rows] == [key(r) for r in separate.rows]
+        for a, b in zip(run.rows, separate.rows):
+            assert abs(a["estimate"] - b["estimate"]) < TOL_DETERMINISTIC and a["status"] == b["status"]
+
+
+def test_a_subclass_with_its_own_readout_reads_its_members_one_at_a_time(monkeypatch):
+    from mibench.estimators.generative.minde import MINDE
+
+    class _Shifted(MINDE):
+        def readout(self, models, x, y):
+            value, details = super().readout(models, x, y)
+            return value + 1.0, details
+
+    est = _Shifted().with_settings(**SMALL, **NETS["minde-c"])
+    seeds = [0, 1]
+    data = _data(seeds)
+    members = est.estimate_members(data, seeds, stacked=True)
+    plain = _estimator("minde-c").estimate_members(data, seeds, stacked=True)
+    for a, b in zip(members, plain):
+        assert a.batched and abs(a.value - (b.value + 1.0)) < TOL_READOUT

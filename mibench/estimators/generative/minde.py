@@ -196,7 +196,7 @@ class MINDE(HeldOutEstimator):
         # docstring; docs/estimators.md, MINDE)
         phi, ts = readout_nodes(self.readout_times)
         vals = torch.stack([self._integrand(model, x, y, float(t), gen).double().mean() for t in ts])
-        value = float(torch.trapezoid(vals, phi))
+        value = float(torch.trapezoid(vals, phi.to(vals.device)))
         return value, {"readout_times": self.readout_times}
 
     def readout_members(self, folds, xs, ys):

@@ -1,6 +1,6 @@
 """One estimate of one dataset under the sample protocol, in this process: the job an estimate
 worker (:class:`mibench.protocols.workers.EstimateWorker`) runs (:func:`run_job`); or the members of a
-cell, one estimator on the datasets of several seeds trained together (:class:`CellJob`,
+cell, one estimator on the datasets of several (level, seed) pairs trained together (:class:`CellJob`,
 :meth:`mibench.estimators.trained.HeldOutEstimator.estimate_members`), each member's outcome the one its
 separate estimate records.  Never raises for a failing estimator: the outcome (``ok``, ``error``,
 ``non_finite``, ``implausible``: the plausibility rule of :mod:`mibench.estimation.plausibility`) is

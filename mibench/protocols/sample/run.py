@@ -57,7 +57,7 @@ class SampleResult:
     out_dir: Path | None = None
 
 
-#: a cell's members train together only where its seeds' datasets (float64) fit in this many bytes at once
+#: a cell's members train together only where their datasets (float64) fit in this many bytes at once
 CELL_MAX_BYTES = 256 * 2 ** 20
 
 
@@ -111,17 +111,18 @@ def prepare(cfg: SampleConfig) -> PreparedSample:
 
 
 def batched_estimators(cfg: SampleConfig, device, kinds: dict) -> frozenset:
-    """The sample estimators of ``cfg`` that train a cell's members (its seeds) as one stacked network on
-    ``device`` (:meth:`~mibench.estimators.trained.HeldOutEstimator.batches_members`: where that is faster
-    than one at a time), when there are several seeds.  Such an estimator estimates the seeds it misses at
-    a level in one job (:class:`~mibench.protocols.sample.job.CellJob`; with a timeout, the worker has
-    ``timeout`` per member), each member with its own dataset, split and seed, and its row recorded as its
-    separate estimate's would be, in the same place; its ``seconds`` is an equal share of the cell's time."""
+    """The sample estimators of ``cfg`` that train a cell's members (its (level, seed) pairs) as one stacked
+    network on ``device`` (:meth:`~mibench.estimators.trained.HeldOutEstimator.batches_members`: where that
+    is faster than one at a time), when there are several pairs.  Such an estimator estimates the pairs it
+    misses in one job (:class:`~mibench.protocols.sample.job.CellJob`; with a timeout, the worker has
+    ``timeout`` per member; the levels go in groups where their datasets do not fit at once, :func:`_todo`),
+    each member with its own dataset, split and seed, and its row recorded as its separate estimate's would
+    be, in the same place; its ``seconds`` is an equal share of the cell's time."""
     from mibench.estimation.estimate import sample_estimator
     from mibench.estimators import ESTIMATORS
 
     out = set()
-    for name in cfg.estimators if len(cfg.seeds) > 1 else ():
+    for name in cfg.estimators if len(cfg.seeds) * len(cfg.levels) > 1 else ():
         if kinds.get(name) == "critic":
             continue
         try:
@@ -209,13 +210,14 @@ def run_sample(prepared, out_dir=None, *, progress: bool = False, plot: bool = T
 
         done = False
         try:
-            for level, seeds, name, datasets in _todo(prepared, rows):
+            for members, name, datasets in _todo(prepared, rows):
                 check_stop()
-                if len(seeds) > 1:
+                seeds = [seed for _, seed in members]
+                if len(members) > 1:
                     job = CellJob(name, datasets, seeds, str(prepared.device))
                 else:
                     job = (name, *datasets[0], seeds[0], cfg.critic, str(prepared.device), cfg.estimate_kwargs)
-                for seed, res in zip(seeds, estimate(seeds, job)):
+                for (level, seed), res in zip(members, estimate(seeds, job)):
                     rows.append(_row(res, run_id, task.name, name, prepared.kinds, cfg, seed, level))
                     _note(config, name, res)
                     if progress:
@@ -297,33 +299,39 @@ def _note(config: dict, name: str, res: dict) -> None:
 
 
 def _todo(prepared: PreparedSample, rows: list[dict]):
-    """``(level, seeds, estimator, datasets)`` of every estimate still to make, each (level, seed)'s
-    dataset drawn once (only where one of its estimates is missing): for an estimator that trains a
-    cell's members together (``prepared.batched``; :data:`CELL_MAX_BYTES`) one item with every seed it
-    misses at this level, first; for the others one item per seed, as ``([seed], [(x, y)])``."""
+    """``(members, estimator, datasets)`` of every estimate still to make, ``members`` its (level, seed)
+    pairs and ``datasets`` their (x, y), each (level, seed)'s dataset drawn once (only where one of its
+    estimates is missing).  The levels go in groups whose datasets fit in :data:`CELL_MAX_BYTES` (all of
+    them where they fit): in each group, first one item per estimator that trains a cell's members together
+    (``prepared.batched``) with every (level, seed) it misses there (a run's levels share one shape, so
+    they stack as its seeds do), then one item per estimate of the others, level by level and seed by seed."""
     cfg, task = prepared.config, prepared.task
     done = {(r["estimator"], float(r["true_mi"]), int(r["seed"])) for r in rows}
-    fits = cfg.n * (int(task.dim_x) + int(task.dim_y)) * 8 * len(cfg.seeds) <= CELL_MAX_BYTES
-    for level in cfg.levels:
-        missing = {seed: [name for name in cfg.estimators if (name, float(level), int(seed)) not in done]
-                   for seed in cfg.seeds}
-        cells = [name for name in cfg.estimators if fits and name in prepared.batched
+    per_level = cfg.n * (int(task.dim_x) + int(task.dim_y)) * 8 * len(cfg.seeds)
+    group = max(1, CELL_MAX_BYTES // per_level)
+    stack = per_level <= CELL_MAX_BYTES
+    levels = list(cfg.levels)
+    for start in range(0, len(levels), group):
+        missing = {(float(level), int(seed)): [name for name in cfg.estimators
+                                               if (name, float(level), int(seed)) not in done]
+                   for level in levels[start:start + group] for seed in cfg.seeds}
+        cells = [name for name in cfg.estimators if stack and name in prepared.batched
                  and sum(name in todo for todo in missing.values()) > 1]
         data = {}
         for name in cells:
-            seeds = [seed for seed in cfg.seeds if name in missing[seed]]
-            for seed in seeds:
-                if seed not in data:
-                    data[seed] = draw_dataset(task, cfg.n, level, seed)
-            yield level, seeds, name, [data[seed] for seed in seeds]
-        for seed in cfg.seeds:
-            todo = [name for name in missing[seed] if name not in cells]
+            members = [key for key, todo in missing.items() if name in todo]
+            for key in members:
+                if key not in data:
+                    data[key] = draw_dataset(task, cfg.n, *key)
+            yield members, name, [data[key] for key in members]
+        for key, todo in missing.items():
+            todo = [name for name in todo if name not in cells]
             if todo:
-                x, y = data.pop(seed) if seed in data else draw_dataset(task, cfg.n, level, seed)
+                x, y = data.pop(key) if key in data else draw_dataset(task, cfg.n, *key)
                 images = _as_images(task, cfg.critic, x, y)
                 for name in todo:
-                    yield level, [seed], name, [images if prepared.kinds.get(name) == "critic" else (x, y)]
-            data.pop(seed, None)
+                    yield [key], name, [images if prepared.kinds.get(name) == "critic" else (x, y)]
+            data.pop(key, None)
 
 
 def _as_images(task, critic: str, x, y):
