@@ -6,7 +6,7 @@ this shared machine hits both alike.
 
     python benchmarks/bench_batched_seeds.py [--task multinormal-dense-5-5-0.5] [--n 5000] [--seeds 0,1,2]
         [--estimators infonce,ba,doe-flow,minde-c,fmmi-c] [--rounds 2] [--steps-rounds 7]
-        [--out benchmarks/results/batched_seeds.txt] [--steps-only] [--routes-only]
+        [--out benchmarks/results/batched_seeds.txt] [--steps-only] [--routes-only] [--members-only]
 
 Section 1, whole cells: per estimator and way, the median over rounds of the wall and CPU seconds of the
 cell (its three estimates, data rules and readouts included), the throughput ratio (one at a time /
@@ -18,10 +18,12 @@ only.  Section 2, training steps alone: one Adam step of every trained sample es
 products: the ceiling on what stacking can buy for each, beside the time of one member's matrix products
 at this thread's measured rate (the arithmetic a stacked step repeats per member), one member through
 the stacked layers, and one member with torch's default (per-parameter) Adam instead of the fused one
-the estimators train with.  ``--routes-only``: one member layer's forward and backward by width, through
-aten's ``baddbmm`` and oneDNN's batched matmul (and which of them ``member_linear`` takes).  CPU time
-(``time.process_time``) is given beside the wall time: with one torch thread it counts the work of this
-process and not its waits for a loaded core.
+the estimators train with.  Section 3: one training step of 3, 6 and 12 members stacked against as many
+one-member steps, for the stacked estimators of ``--estimators`` (a sample run stacks every (level, seed)
+pair it misses: four levels and three seeds are 12 members).  ``--routes-only``: one member layer's
+forward and backward by width, through aten's ``baddbmm`` and oneDNN's batched matmul (and which of
+them ``member_linear`` takes).  CPU time (``time.process_time``) is given beside the wall time: with one
+torch thread it counts the work of this process and not its waits for a loaded core.
 """
 from __future__ import annotations
 
@@ -278,6 +280,30 @@ def steps(names: list[str], rounds: int) -> list[str]:
     return lines
 
 
+def member_counts(names: list[str], counts: tuple, rounds: int) -> list[str]:
+    """One training step of ``counts`` members stacked against as many one-member steps: a sample run
+    stacks every (level, seed) pair it misses (``mibench run --mi 1,2,4,8 --seeds 0,1,2``: 12 members)."""
+    lines = ["", "## 3. One training step by members stacked: that many one-member steps over one stacked step "
+                 f"(median of {rounds} rounds of 20 steps)", "",
+             f"{'estimator':<10} {'1 member ms':>11} "
+             + " ".join(f"{f'{m} stacked ms':>15} {'ratio':>6}" for m in counts)]
+    for name in names:
+        one = None
+        cells = []
+        for m in counts:
+            single, stacked, _, _ = _step_pair(name, members=m)
+            if one is None:
+                for _ in range(5):
+                    single()
+                one = statistics.median(_clock(lambda: [single() for _ in range(20)])[1] for _ in range(rounds)) / 20
+            for _ in range(5):
+                stacked()
+            sec = statistics.median(_clock(lambda: [stacked() for _ in range(20)])[1] for _ in range(rounds)) / 20
+            cells.append(f"{sec * 1e3:>15.2f} {m * one / sec:>6.2f}")
+        lines.append(f"{name:<10} {one * 1e3:>11.2f} " + " ".join(cells))
+    return lines
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="multinormal-dense-5-5-0.5")
@@ -289,6 +315,7 @@ def main(argv=None) -> None:
     p.add_argument("--out", default=None)
     p.add_argument("--steps-only", action="store_true", help="section 2 alone")
     p.add_argument("--routes-only", action="store_true", help="the member layers' routes alone")
+    p.add_argument("--members-only", action="store_true", help="section 3 alone")
     args = p.parse_args(argv)
     from mibench.protocols.sample.run import draw_dataset
     from mibench.tasks import make_task
@@ -307,10 +334,13 @@ def main(argv=None) -> None:
              f"default settings, 1 torch thread"]
     if args.routes_only:
         lines += member_routes()
+    elif args.members_only:
+        lines += member_counts([n for n in names if n in STACKABLE], (3, 6, 12), args.steps_rounds)
     else:
         if not args.steps_only:
             lines += whole_cells(names, data, seeds, args.rounds)
         lines += steps(["infonce", *STACKABLE], args.steps_rounds)
+        lines += member_counts([n for n in names if n in STACKABLE], (3, 6, 12), args.steps_rounds)
     lines += ["", f"# machine: {_uptime()} (end)"]
     text = "\n".join(lines)
     print(text)
