@@ -20,10 +20,12 @@ at this thread's measured rate (the arithmetic a stacked step repeats per member
 the stacked layers, and one member with torch's default (per-parameter) Adam instead of the fused one
 the estimators train with.  Section 3: one training step of 3, 6 and 12 members stacked against as many
 one-member steps, for the stacked estimators of ``--estimators`` (a sample run stacks every (level, seed)
-pair it misses: four levels and three seeds are 12 members).  ``--routes-only``: one member layer's
-forward and backward by width, through aten's ``baddbmm`` and oneDNN's batched matmul (and which of
-them ``member_linear`` takes).  CPU time (``time.process_time``) is given beside the wall time: with one
-torch thread it counts the work of this process and not its waits for a loaded core.
+pair it misses: four levels and three seeds are 12 members); section 4: whole sample runs over ``--levels``
+and the seeds, stacked against one member at a time (``--members-only``: sections 3 and 4 alone).
+``--routes-only``: one member layer's forward and backward by width, through aten's ``baddbmm`` and
+oneDNN's batched matmul (and which of them ``member_linear`` takes). CPU time (``time.process_time``) is
+given beside the wall time: with one torch thread it counts the work of this process and not its waits
+for a loaded core.
 """
 from __future__ import annotations
 
@@ -280,6 +282,36 @@ def steps(names: list[str], rounds: int) -> list[str]:
     return lines
 
 
+def level_runs(names: list[str], n: int, levels: str, seeds: list[int]) -> list[str]:
+    """Whole sample runs (``run_sample``, as ``mibench run --n N --mi LEVELS --seeds ...`` runs them) of a
+    5 x 5 correlated Gaussian at every level of ``levels`` and seed: the run as it stacks each estimator's
+    (level, seed) pairs in one cell, against the same run with that estimator training one member at a
+    time (its ``batch_members_on`` emptied), once each."""
+    from mibench.estimators import ESTIMATORS
+    from mibench.protocols.sample.run import SampleConfig, prepare, run_sample
+
+    count = len(levels.split(",")) * len(seeds)
+    lines = ["", f"## 4. Whole sample runs: gaussian dim 5, n = {n}, levels {levels} bits, seeds "
+                 f"{','.join(map(str, seeds))} ({count} members), stacked vs one at a time (one run each)", "",
+             f"{'estimator':<10} {'one at a time s':>15} {'stacked s':>9} {'ratio':>6}  max |difference| (bits)"]
+    for name in names:
+        cfg = SampleConfig(task="gaussian", task_params={"dim": 5}, estimators=[name], mi=levels, n=n, seeds=seeds,
+                           timeout=None, device="cpu")
+        cls = type(ESTIMATORS.get(name).obj())
+        stacked, wall_stacked, _ = _clock(lambda: run_sample(prepare(cfg), plot=False))
+        old = cls.batch_members_on
+        cls.batch_members_on = ()
+        try:
+            alone, wall_alone, _ = _clock(lambda: run_sample(prepare(cfg), plot=False))
+        finally:
+            cls.batch_members_on = old
+        diff = max(abs(a["estimate"] - b["estimate"]) for a, b in zip(stacked.rows, alone.rows))
+        ratio = wall_alone / wall_stacked
+        lines.append(f"{name:<10} {wall_alone:>15.1f} {wall_stacked:>9.1f} {ratio:>6.2f}  {diff:.2e}")
+        print(f"  {name}: {wall_alone:.1f} s one at a time, {wall_stacked:.1f} s stacked", file=sys.stderr, flush=True)
+    return lines
+
+
 def member_counts(names: list[str], counts: tuple, rounds: int) -> list[str]:
     """One training step of ``counts`` members stacked against as many one-member steps: a sample run
     stacks every (level, seed) pair it misses (``mibench run --mi 1,2,4,8 --seeds 0,1,2``: 12 members)."""
@@ -315,7 +347,8 @@ def main(argv=None) -> None:
     p.add_argument("--out", default=None)
     p.add_argument("--steps-only", action="store_true", help="section 2 alone")
     p.add_argument("--routes-only", action="store_true", help="the member layers' routes alone")
-    p.add_argument("--members-only", action="store_true", help="section 3 alone")
+    p.add_argument("--members-only", action="store_true", help="sections 3 and 4 alone")
+    p.add_argument("--levels", default="0.5,1,2,4", help="section 4's levels (bits)")
     args = p.parse_args(argv)
     from mibench.protocols.sample.run import draw_dataset
     from mibench.tasks import make_task
@@ -335,7 +368,9 @@ def main(argv=None) -> None:
     if args.routes_only:
         lines += member_routes()
     elif args.members_only:
-        lines += member_counts([n for n in names if n in STACKABLE], (3, 6, 12), args.steps_rounds)
+        stackable = [n for n in names if n in STACKABLE]
+        lines += member_counts(stackable, (3, 6, 12), args.steps_rounds)
+        lines += level_runs(stackable, args.n, args.levels, seeds)
     else:
         if not args.steps_only:
             lines += whole_cells(names, data, seeds, args.rounds)
