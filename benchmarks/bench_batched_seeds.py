@@ -7,6 +7,7 @@ this shared machine hits both alike.
     python benchmarks/bench_batched_seeds.py [--task multinormal-dense-5-5-0.5] [--n 5000] [--seeds 0,1,2]
         [--estimators infonce,ba,doe-flow,minde-c,fmmi-c] [--rounds 2] [--steps-rounds 7]
         [--out benchmarks/results/batched_seeds.txt] [--steps-only] [--routes-only] [--members-only]
+        [--runs-only] [--levels 0.5,1,2,4]
 
 Section 1, whole cells: per estimator and way, the median over rounds of the wall and CPU seconds of the
 cell (its three estimates, data rules and readouts included), the throughput ratio (one at a time /
@@ -21,7 +22,7 @@ the stacked layers, and one member with torch's default (per-parameter) Adam ins
 the estimators train with.  Section 3: one training step of 3, 6 and 12 members stacked against as many
 one-member steps, for the stacked estimators of ``--estimators`` (a sample run stacks every (level, seed)
 pair it misses: four levels and three seeds are 12 members); section 4: whole sample runs over ``--levels``
-and the seeds, stacked against one member at a time (``--members-only``: sections 3 and 4 alone).
+and the seeds, stacked against one member at a time (``--members-only``, ``--runs-only``: section 3, 4 alone).
 ``--routes-only``: one member layer's forward and backward by width, through aten's ``baddbmm`` and
 oneDNN's batched matmul (and which of them ``member_linear`` takes). CPU time (``time.process_time``) is
 given beside the wall time: with one torch thread it counts the work of this process and not its waits
@@ -316,23 +317,25 @@ def member_counts(names: list[str], counts: tuple, rounds: int) -> list[str]:
     """One training step of ``counts`` members stacked against as many one-member steps: a sample run
     stacks every (level, seed) pair it misses (``mibench run --mi 1,2,4,8 --seeds 0,1,2``: 12 members)."""
     lines = ["", "## 3. One training step by members stacked: that many one-member steps over one stacked step "
-                 f"(median of {rounds} rounds of 20 steps)", "",
+                 f"(median of {rounds} rounds of 20 steps, the two alternating; '1 member ms': the median over "
+                 "the counts)", "",
              f"{'estimator':<10} {'1 member ms':>11} "
              + " ".join(f"{f'{m} stacked ms':>15} {'ratio':>6}" for m in counts)]
     for name in names:
-        one = None
-        cells = []
+        singles, cells = [], []
         for m in counts:
             single, stacked, _, _ = _step_pair(name, members=m)
-            if one is None:
+            times = {"single": [], "stacked": []}
+            for f in (single, stacked):
                 for _ in range(5):
-                    single()
-                one = statistics.median(_clock(lambda: [single() for _ in range(20)])[1] for _ in range(rounds)) / 20
-            for _ in range(5):
-                stacked()
-            sec = statistics.median(_clock(lambda: [stacked() for _ in range(20)])[1] for _ in range(rounds)) / 20
+                    f()
+            for _ in range(rounds):          # alternating, so that a load change hits both alike
+                for key, f in (("single", single), ("stacked", stacked)):
+                    times[key].append(_clock(lambda: [f() for _ in range(20)])[1] / 20)
+            one, sec = statistics.median(times["single"]), statistics.median(times["stacked"])
+            singles.append(one)
             cells.append(f"{sec * 1e3:>15.2f} {m * one / sec:>6.2f}")
-        lines.append(f"{name:<10} {one * 1e3:>11.2f} " + " ".join(cells))
+        lines.append(f"{name:<10} {statistics.median(singles) * 1e3:>11.2f} " + " ".join(cells))
     return lines
 
 
@@ -347,7 +350,8 @@ def main(argv=None) -> None:
     p.add_argument("--out", default=None)
     p.add_argument("--steps-only", action="store_true", help="section 2 alone")
     p.add_argument("--routes-only", action="store_true", help="the member layers' routes alone")
-    p.add_argument("--members-only", action="store_true", help="sections 3 and 4 alone")
+    p.add_argument("--members-only", action="store_true", help="section 3 alone")
+    p.add_argument("--runs-only", action="store_true", help="section 4 alone")
     p.add_argument("--levels", default="0.5,1,2,4", help="section 4's levels (bits)")
     args = p.parse_args(argv)
     from mibench.protocols.sample.run import draw_dataset
@@ -368,9 +372,9 @@ def main(argv=None) -> None:
     if args.routes_only:
         lines += member_routes()
     elif args.members_only:
-        stackable = [n for n in names if n in STACKABLE]
-        lines += member_counts(stackable, (3, 6, 12), args.steps_rounds)
-        lines += level_runs(stackable, args.n, args.levels, seeds)
+        lines += member_counts([n for n in names if n in STACKABLE], (3, 6, 12), args.steps_rounds)
+    elif args.runs_only:
+        lines += level_runs([n for n in names if n in STACKABLE], args.n, args.levels, seeds)
     else:
         if not args.steps_only:
             lines += whole_cells(names, data, seeds, args.rounds)
