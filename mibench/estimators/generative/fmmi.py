@@ -98,8 +98,12 @@ class FMMI(HeldOutEstimator):
         """(z_0, z_1, t, context) for one flow-matching sample per row; partners are drawn within each
         member's rows when ``members`` networks run stacked (:mod:`mibench.estimators.members`)."""
         n = x.shape[0]
-        perm = lambda: member_randperm(n, members, generator, x.device)   # noqa: E731
         t = torch.rand(n, generator=generator, device=x.device, dtype=x.dtype)
+        return self._pair_up(x, y, t, lambda: member_randperm(n, members, generator, x.device))
+
+    def _pair_up(self, x, y, t, perm):
+        """(z_0, z_1, t, context) of :meth:`_draw` from the times ``t`` and ``perm()``, which gives one
+        permutation of the rows per call (the partners), called in the order both draws rely on."""
         if self.joint:
             a, b, c = perm(), perm(), perm()
             return torch.cat([x[a], y[b]], 1), torch.cat([x[c], y[c]], 1), t, None
@@ -119,11 +123,8 @@ class FMMI(HeldOutEstimator):
         n = x.shape[0] // members
         t = torch.rand(n, generator=generator, device=x.device, dtype=x.dtype).repeat(members)
         offsets = torch.arange(members, device=x.device).unsqueeze(1) * n
-        perm = lambda: (torch.randperm(n, generator=generator, device=x.device) + offsets).reshape(-1)  # noqa: E731
-        if self.joint:
-            a, b, c = perm(), perm(), perm()
-            return torch.cat([x[a], y[b]], 1), torch.cat([x[c], y[c]], 1), t, None
-        return y[perm()], y, t, x
+        return self._pair_up(x, y, t, lambda: (torch.randperm(n, generator=generator, device=x.device)
+                                               + offsets).reshape(-1))
 
     def _divergences(self, model, x, y, members: int = 1):
         """(-div v per pass and row (passes, rows), t likewise) of the readout (``members``: :meth:`_read_draw`)."""

@@ -189,22 +189,18 @@ class MINDE(HeldOutEstimator):
         return 0.5 * (diff ** 2).sum(1)
 
     def readout(self, models, x, y):
-        model = models["denoiser"]
+        return self.readout_members(models, [x], [y])[0]
+
+    def readout_members(self, folds, xs, ys):
+        """:meth:`readout` of every member through the stacked denoiser, on their rows folded member-major
+        (:meth:`~mibench.estimators.trained_members.MemberTraining.readout_members`); one member is
+        :meth:`readout` itself."""
+        m, n = len(xs), xs[0].shape[0]
+        x, y = (xs[0], ys[0]) if m == 1 else (torch.cat(xs), torch.cat(ys))
         gen = torch.Generator(device=x.device).manual_seed(1)
         # nodes evenly spaced in phi(t), where the weight beta / (2 s^2) dt is d phi / 2: evenly spaced
         # in log s_t^2 with a trapezoid in t, 64 nodes over-read minde-c (the paper's §3 integral; module
         # docstring; docs/estimators.md, MINDE)
-        phi, ts = readout_nodes(self.readout_times)
-        vals = torch.stack([self._integrand(model, x, y, float(t), gen).double().mean() for t in ts])
-        value = float(torch.trapezoid(vals, phi.to(vals.device)))
-        return value, {"readout_times": self.readout_times}
-
-    def readout_members(self, folds, xs, ys):
-        """:meth:`readout` of every member through the stacked denoiser, on their rows folded member-major
-        (:meth:`~mibench.estimators.trained_members.MemberTraining.readout_members`)."""
-        m, n = len(xs), xs[0].shape[0]
-        x, y = torch.cat(xs), torch.cat(ys)
-        gen = torch.Generator(device=x.device).manual_seed(1)
         phi, ts = readout_nodes(self.readout_times)
         vals = torch.stack([self._integrand(folds["denoiser"], x, y, float(t), gen, m).double().view(m, n).mean(1)
                             for t in ts])          # (nodes, members)
