@@ -172,6 +172,20 @@ def _infonce_step_pair(members: int = 3, hidden: int = 64, blocks: int = 8, bloc
     return single, stacked, None, None
 
 
+def _alternating(ways: dict, rounds: int, calls: int = 20) -> dict:
+    """name -> (wall, CPU) seconds per call of each of ``ways``: after 5 warm-up calls each, the medians of
+    ``rounds`` rounds in which every way runs ``calls`` calls in turn (so that a load change hits all alike)."""
+    for f in ways.values():
+        for _ in range(5):
+            f()
+    res = {k: [] for k in ways}
+    for _ in range(rounds):
+        for key, f in ways.items():
+            _, wall, cpu = _clock(lambda: [f() for _ in range(calls)])
+            res[key].append((wall / calls, cpu / calls))
+    return {k: (statistics.median(t[0] for t in v), statistics.median(t[1] for t in v)) for k, v in res.items()}
+
+
 def _flops(f) -> int:
     """Floating-point operations of the matrix products in one call of ``f`` (forward and backward),
     counted by torch's FlopCounterMode."""
@@ -261,17 +275,9 @@ def steps(names: list[str], rounds: int) -> list[str]:
     for name in names:
         one, three, alone, looped = _infonce_step_pair() if name == "infonce" else _step_pair(name)
         ways = {"one": one, "three": three, **({"alone": alone, "looped": looped} if alone is not None else {})}
-        for f in ways.values():
-            for _ in range(5):
-                f()
+        med = _alternating(ways, rounds)
         flops = _flops(one)                    # after the warm-up: a first call may time kernel routes
         arithmetic = flops / rate
-        res = {k: [] for k in ways}
-        for _ in range(rounds):
-            for key, f in ways.items():
-                _, wall, cpu = _clock(lambda: [f() for _ in range(20)])
-                res[key].append((wall / 20, cpu / 20))
-        med = {k: (statistics.median(t[0] for t in v), statistics.median(t[1] for t in v)) for k, v in res.items()}
         same = (f"{med['alone'][0] * 1e3:>15.2f} {3 * med['alone'][0] / med['three'][0]:>18.2f} "
                 f"{med['looped'][0] * 1e3:>17.2f} {med['looped'][0] / med['one'][0]:>9.2f}x" if "alone" in med
                 else f"{'':>15} {'':>18}")
@@ -330,14 +336,8 @@ def member_counts(names: list[str], counts: tuple, rounds: int) -> list[str]:
         singles, cells = [], []
         for m in counts:
             single, stacked, _, _ = _step_pair(name, members=m)
-            times = {"single": [], "stacked": []}
-            for f in (single, stacked):
-                for _ in range(5):
-                    f()
-            for _ in range(rounds):          # alternating, so that a load change hits both alike
-                for key, f in (("single", single), ("stacked", stacked)):
-                    times[key].append(_clock(lambda: [f() for _ in range(20)])[1] / 20)
-            one, sec = statistics.median(times["single"]), statistics.median(times["stacked"])
+            med = _alternating({"single": single, "stacked": stacked}, rounds)
+            one, sec = med["single"][0], med["stacked"][0]
             singles.append(one)
             cells.append(f"{sec * 1e3:>15.2f} {m * one / sec:>6.2f}")
         lines.append(f"{name:<10} {statistics.median(singles) * 1e3:>11.2f} " + " ".join(cells))
@@ -384,7 +384,8 @@ def main(argv=None) -> None:
         if not args.steps_only:
             lines += whole_cells(names, data, seeds, args.rounds)
         lines += steps(["infonce", *STACKABLE], args.steps_rounds)
-        lines += member_counts([n for n in names if n in STACKABLE], (3, 6, 12), args.steps_rounds)
+        if not args.steps_only:
+            lines += member_counts([n for n in names if n in STACKABLE], (3, 6, 12), args.steps_rounds)
     lines += ["", f"# machine: {_uptime()} (end)"]
     text = "\n".join(lines)
     print(text)

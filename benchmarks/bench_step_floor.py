@@ -264,15 +264,14 @@ def main(argv=None) -> int:
         for _ in range(n):
             step()
         whole = (time.perf_counter() - t0) / n
-    total = large = 0.0
+    gemms = large = 0.0
     for (kind, a, b), secs in sorted(acc.items(), key=lambda kv: -sum(kv[1])):
         per_step = len(secs) / n
         ms = sorted(secs)[len(secs) // 2] * per_step * 1e3
-        total += ms
+        gemms += ms
         large += ms if min(a) >= args.hidden and min(b) >= args.hidden else 0.0     # the floor's GEMMs
         print(f"{kind:<12} {str(a):<12} x {str(b):<12} {per_step:3.0f}/step {ms:7.3f}")
-    print(f"GEMMs {total:.2f} of {whole * 1e3:.2f} ms per step (these 100 steps); the rest {whole * 1e3 - total:.2f}")
-    gemms = total
+    print(f"GEMMs {gemms:.2f} of {whole * 1e3:.2f} ms per step (these 100 steps); the rest {whole * 1e3 - gemms:.2f}")
 
     print("\n## the step's parts alone, ms (interleaved with the whole step)")
     level = float(loop.levels[0])
