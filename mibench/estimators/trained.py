@@ -19,7 +19,7 @@ from mibench.errors import MibenchError
 from mibench.estimators.intrinsic import low_dimensional_sides, no_density_reason
 from mibench.estimators.kinds import GENERATIVE
 from mibench.estimators.preprocess import normal_scores, zscore
-from mibench.estimators.trained_members import Best, MemberTraining, load_best
+from mibench.estimators.trained_members import Best, MemberTraining, held_out_reads, load_best
 from mibench.estimators.trained_members import cuda_devices as _cuda
 
 MARGINALS = ("normal-scores", "zscore")
@@ -417,16 +417,10 @@ class HeldOutEstimator(MemberTraining):
         and of each member of a cell (:meth:`estimate_members`).  ``read``: (value, details, the value on as
         many training pairs) where the two readouts were already made (a cell's members read out stacked,
         :meth:`~mibench.estimators.trained_members.MemberTraining.readout_members`)."""
-        import torch
-
         xtr, xva, xte, ytr, yva, yte = tensors
         if read is None:
-            with torch.no_grad():
-                value, details = self.readout(models, xte, yte)
-                k = min(xtr.shape[0], xte.shape[0])      # the same readout on as many training pairs
-                on_training, _ = self.readout(models, xtr[:k], ytr[:k])
-        else:
-            value, details, on_training = read
+            read, = held_out_reads(lambda xs, ys: [self.readout(models, xs[0], ys[0])], [tensors])
+        value, details, on_training = read
         self.status, reason = self.judged(assess(best, value, on_training), value,
                                           float(details.get("stderr", float("nan"))))
         self.record({**details, "train_readout": on_training, **({"status_reason": reason} if reason else {})},

@@ -37,6 +37,20 @@ class Best:
     curve: tuple = ()
 
 
+def held_out_reads(read, tensors: list) -> list[tuple]:
+    """(value, details, the value on as many training pairs) per member: ``read(xs, ys)`` ((value,
+    details) per member of ``xs``, ``ys``) on each member's test pairs and on its first min(training,
+    test) training pairs (``tensors[i]``: member i's six of ``tensors()``, all members of one size), without
+    gradients: the two readouts of ``read_fitted``."""
+    import torch
+
+    k = min(tensors[0][0].shape[0], tensors[0][2].shape[0])
+    with torch.no_grad():
+        test = read([t[2] for t in tensors], [t[5] for t in tensors])
+        train = read([t[0][:k] for t in tensors], [t[3][:k] for t in tensors])
+    return [(value, details, on_training) for (value, details), (on_training, _) in zip(test, train)]
+
+
 def load_best(owner: str, models: dict, best: dict) -> None:
     """Load each network's best state; a network with no finite validation loss is a one-line error."""
     for key, model in models.items():
@@ -189,32 +203,23 @@ class MemberTraining:
         """member -> (value, details, value on as many training pairs) for the fitted members of a cell
         (``fitted[i]`` (networks, best) or an error) read out stacked (:meth:`readout_members`) where this
         estimator can; {} where it cannot (then each member is read out on its own networks)."""
-        import torch
-
         from mibench.estimators.members import stack_members
 
         ok = [i for i, r in fitted.items() if not isinstance(r, Exception)]
         if len(ok) < 2 or _owner(type(self), "readout_members") is not _owner(type(self), "readout"):
             return {}
-        sizes = {(tensors[i][0].shape[0], tensors[i][2].shape[0]) for i in ok}
-        if len(sizes) > 1:
+        if len({(tensors[i][0].shape[0], tensors[i][2].shape[0]) for i in ok}) > 1:
             return {}
-        (n_train, n_test), = sizes
-        k = min(n_train, n_test)      # read_fitted's readout on as many training pairs
         try:
             # stacking copies the members' best weights into one network (each member's module then
             # holds views of it, the same values)
             folds = {key: stack_members([fitted[i][0][key] for i in ok]) for key in fitted[ok[0]][0]}
             for fold in folds.values():
                 fold.requires_grad_(False)       # a readout that differentiates (fmmi's) needs no weight gradient
-            with torch.no_grad():
-                test = self.readout_members(folds, [tensors[i][2] for i in ok], [tensors[i][5] for i in ok])
-                train = self.readout_members(folds, [tensors[i][0][:k] for i in ok], [tensors[i][3][:k] for i in ok])
-        except Exception:        # Unstackable, or an error some member's own readout meets: one at a time
+            reads = held_out_reads(lambda xs, ys: self.readout_members(folds, xs, ys), [tensors[i] for i in ok])
+        except Exception:        # Unstackable, an error some member's own readout meets, or no stacked readout
             return {}
-        if test is None or train is None:
-            return {}
-        return {i: (value, details, on_training) for i, (value, details), (on_training, _) in zip(ok, test, train)}
+        return dict(zip(ok, reads))
 
     def fit_members(self, datas: list, device, seeds: list[int]) -> list:
         """``fit`` for each member (``datas[i]`` = (x_train, y_train, x_val, y_val), ``seeds[i]``), the
