@@ -132,44 +132,94 @@ def _step_pair(name: str, members: int = 3):
             (lambda: step(fold1, opts[2], x[:256], y[:256], 1)), (lambda: step(looped, opts[3], x[:256], y[:256], 1)))
 
 
+def _member_mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A batched matrix product through the route the stacked layers take (oneDNN's batched matmul where
+    :func:`mibench.critics.kernels.strided_mm_is_fp32`, else aten's ``bmm``)."""
+    from mibench.critics import kernels
+
+    return kernels._mm_via_onednn(a, b) if kernels.strided_mm_is_fp32() else torch.bmm(a, b)
+
+
+class _MemberPairMLP(torch.autograd.Function):
+    """The joint critic's pair node (``kernels._PairMLP``: ``relu(hx + hy)``, a hidden layer, one output)
+    for S members at once, written the same way: one autograd node, each ReLU's backward in place, the
+    output layer's input gradient as a broadcast product; every product batched over the members.
+    ``hx`` (S, G, B, 1, h), ``hy`` (S, G, 1, B, h), weights (S, out, in), biases (S, out)."""
+
+    @staticmethod
+    def forward(ctx, hx, hy, w2, b2, w3, b3):
+        h1 = torch.add(hx, hy).relu_()
+        shape = h1.shape
+        h1 = h1.view(shape[0], -1, shape[-1])
+        h2 = _member_mm(h1, w2.transpose(1, 2)).add_(b2.unsqueeze(1)).relu_()
+        out = _member_mm(h2, w3.transpose(1, 2)).add_(b3.unsqueeze(1))
+        ctx.save_for_backward(h1, h2, w2, w3)
+        ctx.shapes = hx.shape, hy.shape, shape
+        return out.view(*shape[:-1])
+
+    @staticmethod
+    def backward(ctx, grad):
+        h1, h2, w2, w3 = ctx.saved_tensors
+        hx_shape, hy_shape, shape = ctx.shapes
+        g = grad.reshape(shape[0], -1, 1)
+        grad_w3, grad_b3 = _member_mm(g.transpose(1, 2), h2), g.sum(1)
+        g = g * w3
+        g = torch.ops.aten.threshold_backward.grad_input(g, h2, 0.0, grad_input=g)
+        grad_w2, grad_b2 = _member_mm(g.transpose(1, 2), h1), g.sum(1)
+        g = _member_mm(g, w2)
+        g = torch.ops.aten.threshold_backward.grad_input(g, h1, 0.0, grad_input=g).view(shape)
+        return g.sum_to_size(hx_shape), g.sum_to_size(hy_shape), grad_w2, grad_b2, grad_w3, grad_b3
+
+
 def _infonce_step_pair(members: int = 3, hidden: int = 64, blocks: int = 8, block: int = 32):
-    """infonce's training step (joint critic, one hidden layer, the InfoNCE bound on 32 x 32 blocks) for
-    one critic (mibench's own, oneDNN GEMMs and fused Adam) and for ``members`` critics as batched
-    matrix products (the stacked form a batched infonce would need)."""
+    """infonce's training step (joint critic, one hidden layer, the InfoNCE bound on 32 x 32 blocks): one
+    critic as ``mibench.estimate`` trains it (oneDNN GEMMs, the fused pair node, fused Adam), ``members``
+    critics stacked (the stacked form a batched infonce would take: the first layer through
+    ``member_linear``, the pairs through :class:`_MemberPairMLP`, one fused Adam over the stacked
+    weights), and one critic through that stacked form."""
     from mibench.critics import make_critic
-    from mibench.critics.kernels import make_adam
+    from mibench.critics.kernels import make_adam, member_linear
     from mibench.estimators import make_estimator
 
-    torch.manual_seed(0)
-    net, head = make_critic("joint", 5, 5, hidden, 1, 32), make_estimator("infonce")
+    head = make_estimator("infonce")
+    critics = []
+    for seed in range(members):
+        torch.manual_seed(seed)
+        critics.append(make_critic("joint", 5, 5, hidden, 1, 32))
+    net = critics[0]
     opt = make_adam(list(net.parameters()), 2e-3)
-    xb, yb = torch.randn(blocks, block, 5), torch.randn(blocks, block, 5)
+    xs, ys = torch.randn(members, blocks * block, 5), torch.randn(members, blocks * block, 5)
 
     def single():
-        loss, _ = head(net.block_scores(xb, yb))
+        loss, _ = head(net.block_scores(xs[0].view(blocks, block, 5), ys[0].view(blocks, block, 5)))
         opt.zero_grad()
         loss.mean().backward()
         opt.step()
 
-    s = members
-    w = [torch.nn.Parameter(torch.randn(s, *shape) * 0.1) for shape in ((5, hidden), (5, hidden), (hidden, hidden),
-                                                                        (hidden, 1))]
-    b = [torch.nn.Parameter(torch.zeros(s, 1, n)) for n in (hidden, hidden, 1)]
-    opt_s = torch.optim.Adam(w + b, lr=2e-3)
-    xs, ys = torch.randn(s, blocks * block, 5), torch.randn(s, blocks * block, 5)
+    def stacked_form(parts):
+        s = len(parts)
+        layers = [[m for m in c.net if hasattr(m, "bias")] for c in parts]
 
-    def stacked():
-        hx = torch.baddbmm(b[0], xs, w[0]).view(s, blocks, block, 1, hidden)
-        hy = torch.bmm(ys, w[1]).view(s, blocks, 1, block, hidden)
-        h = (hx + hy).relu().view(s, -1, hidden)
-        h = torch.baddbmm(b[1], h, w[2]).relu()
-        scores = torch.baddbmm(b[2], h, w[3]).view(s * blocks, block, block)
-        loss, _ = head(scores)
-        opt_s.zero_grad()
-        loss.mean().backward()
-        opt_s.step()
+        def stack(get):
+            return torch.nn.Parameter(torch.stack([get(ls).detach() for ls in layers]).clone())
 
-    return single, stacked, None, None
+        wx, wy, b1 = stack(lambda ls: ls[0].weight_x), stack(lambda ls: ls[0].weight_y), stack(lambda ls: ls[0].bias)
+        w2, b2, w3, b3 = (stack(lambda ls, i=i, k=k: getattr(ls[i], k)) for i, k in ((1, "weight"), (1, "bias"),
+                                                                                      (2, "weight"), (2, "bias")))
+        opt_s = make_adam([wx, wy, b1, w2, b2, w3, b3], 2e-3)
+        x, y = xs[:s], ys[:s]
+
+        def step():
+            hx = member_linear(x, wx, b1).view(s, blocks, block, 1, hidden)
+            hy = member_linear(y, wy, None).view(s, blocks, 1, block, hidden)
+            scores = _MemberPairMLP.apply(hx, hy, w2, b2, w3, b3).view(s * blocks, block, block)
+            loss, _ = head(scores)
+            opt_s.zero_grad()
+            loss.mean().backward()
+            opt_s.step()
+        return step
+
+    return single, stacked_form(critics), stacked_form(critics[:1]), None
 
 
 def _alternating(ways: dict, rounds: int, calls: int = 20) -> dict:
@@ -274,13 +324,17 @@ def steps(names: list[str], rounds: int) -> list[str]:
              f"{'ratio same kernels':>18} {'1 foreach Adam ms':>17} {'fused gain':>10}"]
     for name in names:
         one, three, alone, looped = _infonce_step_pair() if name == "infonce" else _step_pair(name)
-        ways = {"one": one, "three": three, **({"alone": alone, "looped": looped} if alone is not None else {})}
+        ways = {"one": one, "three": three, **({"alone": alone} if alone is not None else {}),
+                **({"looped": looped} if looped is not None else {})}
         med = _alternating(ways, rounds)
-        flops = _flops(one)                    # after the warm-up: a first call may time kernel routes
+        # one member's products, counted on its stacked form where it has one (the same products as its own
+        # step; the counter does not see oneDNN's linear, which infonce's own step takes); after the warm-up:
+        # a first call may time kernel routes
+        flops = _flops(alone if alone is not None else one)
         arithmetic = flops / rate
-        same = (f"{med['alone'][0] * 1e3:>15.2f} {3 * med['alone'][0] / med['three'][0]:>18.2f} "
-                f"{med['looped'][0] * 1e3:>17.2f} {med['looped'][0] / med['one'][0]:>9.2f}x" if "alone" in med
+        same = (f"{med['alone'][0] * 1e3:>15.2f} {3 * med['alone'][0] / med['three'][0]:>18.2f}" if "alone" in med
                 else f"{'':>15} {'':>18}")
+        same += f" {med['looped'][0] * 1e3:>17.2f} {med['looped'][0] / med['one'][0]:>9.2f}x" if "looped" in med else ""
         outside = max(med['one'][0] - flops / rates["aten linear"], 0.0)
         at_three = 3 * med['one'][0] / (outside + 3 * flops / fastest)
         lines.append(f"{name:<10} {med['one'][0] * 1e3:>11.2f} {med['three'][0] * 1e3:>12.2f} "

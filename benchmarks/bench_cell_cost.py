@@ -55,8 +55,39 @@ def machine() -> str:
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
     return (f"{platform.machine()}, {_cpu()}{os.cpu_count()} cores, {platform.python_implementation()} "
-            f"{platform.python_version()}, torch {torch.__version__}, load average {' '.join(load)}, "
-            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+            f"{platform.python_version()}, torch {torch.__version__} (CPU kernels "
+            f"{torch.backends.cpu.get_cpu_capability()}), load average {' '.join(load)}, "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit {_commit()}")
+
+
+def _commit() -> str:
+    """The checkout's commit (with ``+changes`` where the working tree differs from it), or '?'."""
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=HERE,
+                               capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+    return rev + ("+changes" if dirty else "")
+
+
+def _cpu_ticks() -> tuple[int, int] | None:
+    """(steal, total) clock ticks of all CPUs since boot, from /proc/stat (Linux; None elsewhere): steal is
+    the time the hypervisor ran other guests while this machine had work, which no load average shows."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+
+def steal_share(start: tuple[int, int] | None) -> str:
+    """The share of CPU time stolen by the hypervisor since ``start`` (:func:`_cpu_ticks`)."""
+    end = _cpu_ticks()
+    if start is None or end is None or end[1] <= start[1]:
+        return "steal time unknown"
+    return f"{100 * (end[0] - start[0]) / (end[1] - start[1]):.1f}% of the CPU time stolen by the hypervisor"
 
 
 def main(argv=None) -> int:
@@ -67,6 +98,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=str(HERE / "results" / "cell_cost.txt"))
     args = p.parse_args(argv)
     lines = [f"# bench_cell_cost.py{' --quick' if args.quick else ''}: {machine()}"]
+    ticks = _cpu_ticks()
     with tempfile.TemporaryDirectory() as tmp:
         for title, script, full, quick in PARTS:
             out = Path(tmp) / f"{script}.txt"
@@ -82,6 +114,7 @@ def main(argv=None) -> int:
                 lines += [f"FAILED (exit {proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}"]
                 continue
             lines += (out.read_text() if out.is_file() else proc.stdout).rstrip().splitlines()
+    lines += ["", f"# during the run: {steal_share(ticks)}"]
     Path(args.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
