@@ -251,7 +251,9 @@ def test_reduced_inputs_choose_the_gaussian_start_by_held_out_value():
     non-linear function of the shared latent and the fitted Gaussian log ratio is far off on the product of the
     marginals: started from it, nwj read -4.05 and -4.09 bits of 3.61 (failed_fit), and so did every bound with
     an exponential term.  Reduced inputs now train a critic with the start and one without and keep the one
-    with the higher held-out bound."""
+    with the higher held-out bound.  The status is the trained critic's, converged or overfit: the CPU's kernels
+    round differently (converged on an AVX-512 EPYC; on an AVX2 one the checkpoint of step 475 read 3.34 bits
+    and the last evaluations 0.2 below it, overfit, which reports the best checkpoint all the same)."""
     from mibench.protocols.sample.run import draw_dataset
     from mibench.tasks import make_task
 
@@ -259,7 +261,7 @@ def test_reduced_inputs_choose_the_gaussian_start_by_held_out_value():
     r = mibench.estimate(x, y, estimator="nwj", seed=0)
     values = r.settings["start_values"]
     assert values["gaussian"] < 0 < values["none"]            # the start reads worse than independence
-    assert not r.settings["gaussian_critic"] and r.status == "converged" and 2.9 < r.mi < 3.61
+    assert not r.settings["gaussian_critic"] and r.status in ("converged", "overfit") and 2.9 < r.mi < 3.61
 
 
 def test_reduced_inputs_keep_the_unreduced_critic_where_it_reads_more():
