@@ -19,7 +19,7 @@ from mibench.errors import MibenchError
 from mibench.estimators.intrinsic import low_dimensional_sides, no_density_reason
 from mibench.estimators.kinds import GENERATIVE
 from mibench.estimators.preprocess import normal_scores, zscore
-from mibench.estimators.trained_members import Best, MemberTraining, held_out_reads, load_best
+from mibench.estimators.trained_members import Best, MemberTraining, held_out_reads, load_best, training_threads
 from mibench.estimators.trained_members import cuda_devices as _cuda
 
 MARGINALS = ("normal-scores", "zscore")
@@ -298,7 +298,6 @@ class HeldOutEstimator(MemberTraining):
 
     def estimate(self, x, y, *, seed: int = 0) -> float:
         """I(X;Y) in nats on the held-out pairs (class docstring: the procedure)."""
-        import torch
 
         from mibench.utils.device import resolve_device
 
@@ -307,13 +306,8 @@ class HeldOutEstimator(MemberTraining):
         split = self.split(x, y, seed)
         if split is None:
             return 0.0    # y (or a modelled x) constant on the training split: no information to carry
-        threads = torch.get_num_threads()
-        if device.type == "cpu":
-            torch.set_num_threads(self.settings.threads or threads)    # the same numbers at any caller's count
-        try:
+        with training_threads(self.settings.threads, device):      # the same numbers at any caller's count
             return self.fit_and_read(self.prepare(split), device, seed)
-        finally:
-            torch.set_num_threads(threads)
 
     def stacks_members(self) -> bool:
         """Whether a cell's members can train as one stacked network: this estimator trains by this base's

@@ -18,6 +18,7 @@ another; a single member is always its separate estimate.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import time
@@ -49,6 +50,22 @@ def held_out_reads(read, tensors: list) -> list[tuple]:
         test = read([t[2] for t in tensors], [t[5] for t in tensors])
         train = read([t[0][:k] for t in tensors], [t[3][:k] for t in tensors])
     return [(value, details, on_training) for (value, details), (on_training, _) in zip(test, train)]
+
+
+@contextlib.contextmanager
+def training_threads(threads: int, device):
+    """torch's threads at ``threads`` (:class:`~mibench.estimators.trained.TrainedSettings`: 0 keeps the caller's
+    count) while the block trains and reads out on a CPU, the caller's count restored afterwards; on other
+    devices the count is left alone."""
+    import torch
+
+    old = torch.get_num_threads()
+    if device.type == "cpu":
+        torch.set_num_threads(threads or old)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
 
 
 def load_best(owner: str, models: dict, best: dict) -> None:
@@ -122,7 +139,6 @@ class MemberTraining:
         """The members trained as one stacked network; raises
         :class:`~mibench.estimators.members.Unstackable` (before any training) where they cannot be.
         Each member's ``seconds`` is an equal share of the wall time."""
-        import torch
 
         from mibench.estimators.members import Unstackable
         from mibench.utils.device import resolve_device
@@ -143,17 +159,12 @@ class MemberTraining:
         shapes = {(sp.x_train.shape, sp.y_train.shape, sp.x_val.shape[0]) for sp, _ in prepared.values()}
         if len(shapes) > 1:
             raise Unstackable("the members' prepared data differ in shape")
-        threads = torch.get_num_threads()
-        if device.type == "cpu":
-            torch.set_num_threads(self.settings.threads or threads)    # as estimate()
-        try:
+        with training_threads(self.settings.threads, device):      # as estimate()
             if len(prepared) > 1:
                 self._fit_and_read_stacked(prepared, out, device, seeds)
             elif prepared:               # one member left to train: its separate estimate
                 (i,) = prepared
                 out[i] = self._estimate_member(*datasets[i], seeds[i])
-        finally:
-            torch.set_num_threads(threads)
         share = (time.perf_counter() - t0) / len(seeds)
         for member in out:
             member.seconds = share
