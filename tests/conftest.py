@@ -11,7 +11,25 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 if "MIBENCH_DATA" not in os.environ and SHARED_DATA.is_dir():
     os.environ["MIBENCH_DATA"] = str(SHARED_DATA)
 
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# pyproject.toml's addopts run the suite in pytest-xdist workers, one per usable core (at most
+# MAX_WORKERS).  Each worker then takes one torch thread, and OMP_NUM_THREADS=1 passes that on to the
+# runs and subprocesses the tests start, so that the workers never wait on each other's cores (a
+# torch thread waiting for a core another process holds stalls the rest, mibench/utils/threads.py).
+# One process alone (`-n 0`, or one core) keeps two threads where there are two cores.
+MAX_WORKERS = 4
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    os.environ["OMP_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
+else:
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker per core this process may use (affinity mask), at most MAX_WORKERS
+    (every worker loads torch and the test data)."""
+    from mibench.utils.threads import usable_cores
+
+    return max(1, min(MAX_WORKERS, usable_cores()))
 
 
 @pytest.fixture
