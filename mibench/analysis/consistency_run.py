@@ -43,6 +43,8 @@ RATIO_FRACTIONS = (2 / 7, 4 / 7)
 ESTIMATE_COLUMNS = ["dataset", "critic", "test", "rows", "rows_h", "seed", "estimator", "estimate", "diverged_at",
                     "protocol", "steps", "seconds", "status"]
 #: settings that must agree for cells of an earlier invocation to be kept
+#: stream: an estimate is the mean of the last ``min(DEFAULT_TAIL, steps)`` steps unless ``--tail`` says
+DEFAULT_TAIL = 100
 KEPT_SETTINGS = ("protocol", "steps", "tail", "batch_size", "lr", "noise", "n", "data_dir")
 
 
@@ -58,7 +60,7 @@ class ConsistencySpec:
     ratio_rows: list | None = None
     protocol: str = "stream"
     steps: int = 400
-    tail: int = 100
+    tail: int | None = None
     batch_size: int = 64
     lr: float = 5e-4
     noise: float | None = None
@@ -84,8 +86,9 @@ class ConsistencySpec:
             from mibench.estimators.registry import require_streamable
 
             require_streamable(estimators)
-        self._check_numbers(estimators)
-        return dataclasses.replace(self, estimators=estimators, critics=[CRITICS.get(c).name for c in self.critics],
+        spec = self if self.tail is not None else dataclasses.replace(self, tail=min(DEFAULT_TAIL, self.steps))
+        spec._check_numbers(estimators)
+        return dataclasses.replace(spec, estimators=estimators, critics=[CRITICS.get(c).name for c in self.critics],
                                    seeds=[int(s) for s in self.seeds])
 
     def _check_numbers(self, estimators: list) -> None:
@@ -303,12 +306,12 @@ def run_consistency(spec: ConsistencySpec, out, *, command: str = "", overwrite:
 
     spec = spec.resolved()
     out = Path(out)
+    cells = plan(spec)                       # checks the rows before anything in out is written or removed
     meta = _start(spec, out, command, overwrite)
     est_path = out / "consistency_estimates.csv"
     done = {(r["dataset"], r["critic"], r["test"], r["rows"], r["seed"], r["estimator"])
             for r in read_estimates(est_path)}
     runner = runner or CELL_RUNNERS[spec.protocol]
-    cells = plan(spec)
     t0 = time.perf_counter()
     for i, cell in enumerate(cells):
         names = [n for n in spec.estimators if (*cell.key(), n) not in done]

@@ -36,7 +36,8 @@ def register_cli(subparsers) -> None:
                    help="stream: one streaming run per cell, all estimators on one batch stream (default); "
                         "sample: --n pairs per cell through mibench.estimate (wants --noise > 0)")
     p.add_argument("--steps", type=int, default=400, help="training steps per cell")
-    p.add_argument("--tail", type=int, default=100, help="stream: an estimate is the mean of the last TAIL steps")
+    p.add_argument("--tail", type=int, default=None, help="stream: an estimate is the mean of the last TAIL steps "
+                   "(default 100, or --steps where that is fewer)")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=5e-4)
     p.add_argument("--noise", type=float, default=None, help="std of Gaussian noise added to Y (default: 0 for "

@@ -179,6 +179,8 @@ def test_steps_0_blames_steps_not_tail(tmp_path, capsys):
     (["--protocol", "sample", "--noise", "1", "--n", "0"], "--n must be an integer >= 1, got 0"),
     (["--protocol", "sample", "--noise", "1", "--estimators", "ksg", "--n", "5"], "--n must be at least 20 pairs"),
     (["--protocol", "sample", "--noise", "-1", "--estimators", "ksg"], "--noise must be a finite number >= 0"),
+    (["--rows", "99,3"], "rows must be in [0, 8] for gaussian, got 99"),
+    (["--ratio-rows", "0"], "--ratio-rows must be > 0"),
 ])
 def test_every_number_blames_its_own_flag_before_anything_is_written(tmp_path, capsys, flags, needle):
     """The class: each number is checked on its own, before the bound between two and before
@@ -191,6 +193,19 @@ def test_every_number_blames_its_own_flag_before_anything_is_written(tmp_path, c
     err = capsys.readouterr().err.strip()
     assert err.startswith("mibench: error: ") and needle in err and "\n" not in err, err
     assert not out.exists()
+
+
+def test_the_default_tail_is_at_most_the_steps(tmp_path, capsys):
+    """--tail left out: the last 100 steps, or all of them where --steps is fewer (a default never
+    blames a flag the user did not give); a --tail above --steps is still refused."""
+    from mibench.cli import main
+
+    assert ConsistencySpec(steps=20, **SMALL).resolved().tail == 20
+    assert ConsistencySpec(**SMALL).resolved().tail == 100
+    assert ConsistencySpec(steps=20, tail=5, **SMALL).resolved().tail == 5
+    assert main(["consistency", "--dataset", "gaussian", "--steps", "20", "--tail", "30",
+                 "--out", str(tmp_path / "sc"), "--quiet"]) == 2
+    assert "--tail must be in [1, --steps], got 30 with 20 steps" in capsys.readouterr().err
 
 
 @pytest.mark.slow
