@@ -132,6 +132,11 @@ def compare(new, baseline, tolerance: float = 0.25, mse_floor: float = 0.05, bia
             elif nv < (bv - floor) / (1 + tolerance):
                 improvements.append(Finding(kind, kd, bv, nv, f"{name} {bv:.4g} -> {nv:.4g} {unit} ({_rel(bv, nv)})"))
     new_only = sum(1 for k in n if k not in b)
+    if allow_missing and not any(k in n for k in b):
+        # nothing would be gated at all: the same vacuous pass as an empty baseline (without
+        # --allow-missing every baseline row is a regression, listed with the nearest row of NEW)
+        raise UnreadableInput(f"NEW has none of the baseline's {len(b)} rows ({new_only} rows only in NEW): "
+                              "a gate that compares nothing cannot fail, so it is refused")
     settings = {"tolerance": tolerance, "mse_floor": mse_floor, "bias_floor": bias_floor, "metrics": list(metrics)}
     return CompareReport(regressions, improvements, sum(1 for k in b if k in n), new_only, settings)
 
@@ -165,16 +170,19 @@ def _keyed(df) -> dict:
     for _, r in df.iterrows():
         key = tuple(_norm_key(c, r[c]) for c in ROW_KEY)
         mse, bias = float(r["mse"]), float(r["abs_bias"])
-        # an MSE or |bias| that no set of estimates can have is a damaged file, not a result to gate
-        if mse < 0 or bias < 0 or mse == math.inf or (math.isfinite(mse) and not math.isfinite(bias)):
-            raise UnreadableInput(f"a leaderboard row ({' '.join(map(str, key))}) has MSE {mse} and |bias| {bias}: "
-                                  "not a possible result (a damaged or edited file)")
+        diverged = _norm_key("diverged_seeds", r["diverged_seeds"])
+        # an MSE or |bias| that no set of estimates can have is a damaged file, not a result to gate; a
+        # missing MSE (every seed failed) comes with the failed seeds counted in diverged_seeds
+        if (mse < 0 or bias < 0 or mse == math.inf or (math.isfinite(mse) and not math.isfinite(bias))
+                or (not math.isfinite(mse) and diverged == 0) or diverged < 0):
+            raise UnreadableInput(f"a leaderboard row ({' '.join(map(str, key))}) has MSE {mse}, |bias| {bias} and "
+                                  f"{diverged} diverged seeds: not a possible result (a damaged or edited file)")
         out[key] = r
     return out
 
 
 def _norm_key(col, v):
-    if col in ("layers", "hidden", "embed", "batch_size", "steps", "burn_in", "n"):
+    if col in ("layers", "hidden", "embed", "batch_size", "steps", "burn_in", "n", "diverged_seeds"):
         try:
             return int(v)
         except (TypeError, ValueError):

@@ -107,8 +107,9 @@ def _compare_parser(sub) -> None:
                                    "  new |bias| > baseline |bias| * (1 + tolerance) + bias-floor, or\n"
                                    "  it diverged in more seeds than in the baseline, or it is missing from NEW.\n"
                                    "Exit status 0: no regression; 1: regressions (listed); 2: usage error; 4: a "
-                                   "leaderboard that is empty, truncated or damaged (an empty baseline is refused: "
-                                   "a gate against nothing cannot fail).")
+                                   "leaderboard that is empty, truncated or damaged (an empty baseline, or with "
+                                   "--allow-missing no row in common, is refused: a gate against nothing cannot "
+                                   "fail).")
     p.add_argument("new", metavar="NEW", help="leaderboard CSV or run / sweep directory")
     p.add_argument("baseline", metavar="BASELINE", help="leaderboard CSV or run / sweep directory")
     p.add_argument("--tolerance", type=float, default=0.25, help="relative tolerance (default 0.25 = 25%%)")

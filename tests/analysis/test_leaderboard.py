@@ -190,6 +190,16 @@ def test_the_gate_says_what_differs_and_refuses_impossible_rows(tmp_path):
             compare(base.assign(mse=mse), base)
     with pytest.raises(UnreadableInput, match="not a possible result"):
         compare(base.assign(abs_bias=math.nan), base)
+    # an MSE of NaN is a row whose seeds all failed, counted in diverged_seeds; with none counted it is an
+    # edited file, where the gate used to skip the row's MSE and pass (either side)
+    no_mse = base.assign(mse=math.nan, abs_bias=math.nan)
+    for new, old in ((base, no_mse), (no_mse, base)):
+        with pytest.raises(UnreadableInput, match="MSE nan, .* and 0 diverged seeds: not a possible result"):
+            compare(new, old)
+    assert not compare(no_mse.assign(diverged_seeds=2), base).ok           # NEW's seeds all failed: a regression
+    # --allow-missing with no row in common compares nothing: refused like an empty baseline
+    with pytest.raises(UnreadableInput, match="NEW has none of the baseline's 4 rows .*cannot fail"):
+        compare(other_lr, base, allow_missing=True)
 
 
 def test_precision_is_part_of_the_setup_and_old_csvs_read_as_fp32(tmp_path):
