@@ -199,6 +199,7 @@ def cmd_run(args) -> int:
         c = claim(args.out, prepared.config_dict(), resume=args.resume, overwrite=args.overwrite)
         out = c.path
         if c.mode == "complete":
+            _check_complete_files(out)
             print(f"{out} already holds this run, complete; nothing to do (--overwrite to run it again)")
             return _exit_code(protocol, out)
     else:
@@ -273,6 +274,21 @@ def _check_recorded(out) -> None:
         protocol_of(read_config(out))
     except UnreadableInput as exc:
         raise UnreadableInput(f"--out {out}: {exc} (pass --overwrite to replace it)") from None
+
+
+def _check_complete_files(out) -> None:
+    """A complete run that ``--resume`` would leave as it is: a file it recorded that was edited or cut
+    short since is one :class:`~mibench.errors.UnreadableInput` line (exit 4), not 'complete; nothing to
+    do'.  A file removed since passes, as for the leaderboard: kept runs drop the per-step log."""
+    from mibench.errors import UnreadableInput
+    from mibench.records import read_config, verify_files
+
+    config = read_config(out)
+    try:
+        verify_files(out, config, names=[n for n in config.get("files") or {} if (Path(out) / n).is_file()])
+    except UnreadableInput as exc:
+        raise UnreadableInput(f"--out {out} is not the complete run it recorded: {exc} "
+                              "(pass --overwrite to run it again)") from None
 
 
 def _exit_code(protocol, out) -> int:

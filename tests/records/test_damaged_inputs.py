@@ -47,16 +47,29 @@ def test_leaderboard_refuses_a_damaged_summary(run_dir, tmp_path, capsys, conten
     assert not (tmp_path / "lb.csv").exists()
 
 
+RUN_ARGS = ["run", "--task", "gaussian", "--dim", "2", "--estimator", "smile", "--steps", "40", "--hidden", "8",
+            "--layers", "0", "--batch-size", "16", "--mi", "1", "--device", "cpu", "--quiet", "--no-plot"]
+
+
 def test_an_edited_file_of_a_checksummed_run_is_refused(tmp_path, capsys):
     out = tmp_path / "runs" / "real"
-    assert main(["run", "--task", "gaussian", "--dim", "2", "--estimator", "smile", "--steps", "40", "--hidden", "8",
-                 "--layers", "0", "--batch-size", "16", "--mi", "1", "--device", "cpu", "--quiet", "--no-plot",
-                 "--out", str(out)]) == 0
+    assert main([*RUN_ARGS, "--out", str(out)]) == 0
     assert set(json.loads((out / "config.json").read_text())["files"]) == {"estimates.csv", "summary.csv"}
     text = (out / "summary.csv").read_text()
     (out / "summary.csv").write_text(text.replace(text.splitlines()[1].split(",")[4], "9.9", 1))  # a neat number
     assert main(["leaderboard", str(out)]) == 4
     one_line(capsys, "does not match the checksum")
+    # --resume of the complete run checks its files too: it said 'complete; nothing to do', exit 0
+    args = RUN_ARGS + ["--out", str(out), "--resume"]
+    assert main(args) == 4
+    one_line(capsys, "is not the complete run it recorded", "summary.csv does not match the checksum", "--overwrite")
+    (out / "summary.csv").write_text(text)
+    log = (out / "estimates.csv").read_bytes()
+    (out / "estimates.csv").write_bytes(log[:300])                    # the per-step log cut short
+    assert main(args) == 4
+    one_line(capsys, "estimates.csv does not match the checksum")
+    (out / "estimates.csv").unlink()                                   # removed, as kept runs do: still complete
+    assert main(args) == 0 and "nothing to do" in capsys.readouterr().out
 
 
 def test_a_run_kept_without_its_per_step_log_still_aggregates(tmp_path, capsys):
