@@ -417,3 +417,18 @@ def test_the_printed_table_keeps_its_columns_apart():
     task = SampleConfig(task="mutinfo-gaussian2d-4x4", estimators=["gaussian"], mi=1.0, n=300, seeds=[0], timeout=None)
     header = SampleProtocol().format_result(run_sample(task, None, plot=False)).splitlines()[0]
     assert header.startswith("task mutinfo-gaussian2d-4x4 · ")
+
+
+def test_a_cli_sample_run_without_seeds_is_one_seed_and_says_so(tmp_path, capsys):
+    """`mibench run --n` without --seeds draws one dataset per level (--seed): the help says so (it said
+    'default 0,1,2'), and the table shows no variance for one seed ('–', where it printed 0.000)."""
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert "(default: `mibench run` the one --seed" in " ".join(capsys.readouterr().out.split())
+    out = tmp_path / "run"
+    assert main(["run", "--task", "gaussian", "--dim", "2", "--estimator", "gaussian", "--mi", "1", "--n", "300",
+                 "--timeout", "0", "--no-plot", "--out", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "seeds 0 ·" in table
+    row = next(line for line in table.splitlines() if line.startswith("gaussian"))
+    assert row.split()[5] == "–", row                              # estimator kind true mean bias var

@@ -29,7 +29,7 @@ class SampleConfig:
     n: int = param(DEFAULT_N, check=int, axis="n", help="sample protocol: n pairs per dataset (e.g. 10000); every "
                    "estimator returns one number per dataset; needed by black-box / generative estimators")
     seeds: list = param(default_factory=lambda: [0, 1, 2], help="sample protocol: seeds, comma list or range "
-                        "(default 0,1,2)")
+                        "(default: `mibench run` the one --seed; sweeps and mibench.evaluate 0,1,2)")
     timeout: float | None = param(DEFAULT_TIMEOUT, check=(float, None), help="sample protocol: seconds per "
                                   "estimate before its worker is killed and the estimate recorded as failed "
                                   f"(default {DEFAULT_TIMEOUT:g}; 0 = in-process, no limit)")

@@ -62,10 +62,12 @@ class SampleProtocol(SampleRecords, SampleCells, RunProtocol):
         header = (f"{'estimator':<{width}}{'kind':>11}{'true':>9}{'mean':>8}{'bias':>8}{'var':>8}{'mse':>8}{'ok':>4}"
                   f"{'s/est':>8}{'params':>9}  status")
         lines += [header, "-" * len(header)]
+        one_seed = len(cfg["seeds"]) == 1            # no spread to show: '–', not a variance of 0
         for r in result.summary:
             secs = f"{r['seconds']:>7.2f}" if np.isfinite(r["seconds"]) else f"{'–':>7}"
+            var = f"{'–':>7}" if one_seed else f"{r['variance']:>7.3f}"
             lines.append(f"{names[id(r)]:<{width}}{r['kind']:>11} {r['true_mi']:>8.4g} {r['mean_estimate']:>7.3f}"
-                         f" {r['bias']:>7.3f} {r['variance']:>7.3f} {r['mse']:>7.3f}{r['steps']:>4d} {secs}"
+                         f" {r['bias']:>7.3f} {var} {r['mse']:>7.3f}{r['steps']:>4d} {secs}"
                          f" {r['n_parameters']:>8d}" + (f"  {r['mi_status']}" if r.get("mi_status") else ""))
         for name, info in (result.config.get("estimator_info") or {}).items():
             lines.append(f"  {name}: {info}")
