@@ -94,10 +94,7 @@ class ConsistencySpec:
     def _check_numbers(self, estimators: list) -> None:
         """Each number on its own first (a bad one blames its own flag, never another), then the
         bound between two (``--tail`` <= ``--steps``); all before anything is written to ``--out``."""
-        from mibench.estimation.estimate import MIN_SAMPLES
-        from mibench.estimators.kinds import CRITIC
-        from mibench.estimators.registry import estimator_kind
-        from mibench.protocols.sample.config import MIN_N_BLACK_BOX
+        from mibench.estimation.estimate import too_few_pairs
         from mibench.utils.checks import check_positive_int
 
         check_positive_int(self.steps, "--steps")
@@ -112,11 +109,7 @@ class ConsistencySpec:
             if self.tail > self.steps:
                 raise MibenchError(f"--tail must be in [1, --steps], got {self.tail} with {self.steps} steps")
         else:
-            critic_bound = [e for e in estimators if estimator_kind(e) == CRITIC]
-            least = MIN_SAMPLES if critic_bound else MIN_N_BLACK_BOX
-            if check_positive_int(self.n, "--n") < least:
-                why = f" ({', '.join(critic_bound)} train a critic through mibench.estimate)" if critic_bound else ""
-                raise MibenchError(f"--n must be at least {least} pairs{why}, got {self.n}")
+            too_few_pairs(check_positive_int(self.n, "--n"), estimators, "--n")
 
     def height(self, dataset: str) -> int:
         from mibench.tasks.consistency import DATASETS

@@ -35,9 +35,31 @@ from mibench.errors import MibenchError
 from mibench.estimation.result import EstimateResult
 from mibench.estimation.settings import EstimateSettings, SizedTraining, TrainingOptions
 
+#: the fewest pairs a trained estimator (critic bound or generative) takes: it holds some out to read and
+#: assess its fit (docs/estimators.md, "Procedure")
 MIN_SAMPLES = 100
+#: the fewest pairs a black-box estimator takes (k-NN with k up to 10, plug-ins; below it a number is noise)
+MIN_SAMPLES_BLACK_BOX = 20
 NEAR_CEILING_NATS = 1.0   # status near_ceiling within this of the readout's ceiling (InfoNCE: log m)
 UNITS = ("bits", "nats")
+
+
+def fewest_pairs(names) -> tuple[int, list]:
+    """(the fewest pairs a dataset for all the estimators ``names`` may have, the trained ones among
+    them): :data:`MIN_SAMPLES` where one trains, else :data:`MIN_SAMPLES_BLACK_BOX`."""
+    from mibench.estimators.kinds import CRITIC, GENERATIVE
+    from mibench.estimators.registry import estimator_kind
+
+    trained = [e for e in names if estimator_kind(e) in (CRITIC, GENERATIVE)]
+    return (MIN_SAMPLES if trained else MIN_SAMPLES_BLACK_BOX), trained
+
+
+def too_few_pairs(n: int, names, flag: str) -> None:
+    """One line where ``n`` pairs are fewer than :func:`fewest_pairs` of ``names`` (``flag`` names the setting)."""
+    least, trained = fewest_pairs(names)
+    if n < least:
+        why = f" ({', '.join(trained)} train on some pairs and read out on the rest)" if trained else ""
+        raise MibenchError(f"{flag} must be at least {least} pairs{why}, got {n}")
 
 
 class TrainedCritic(NamedTuple):
@@ -118,8 +140,8 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
 
     t_start = time.perf_counter()
     seed = check_seed(seed)
-    if threads is not None and (isinstance(threads, bool) or int(threads) < 1):
-        raise MibenchError(f"threads must be >= 1, got {threads}")
+    _check_switches(threads=threads, reduce=reduce, gaussian_critic=gaussian_critic, progress=progress,
+                    test_fraction=test_fraction)
     training = TrainingOptions(hidden=hidden, layers=layers, batch_size=batch_size, lr=lr, steps=steps,
                                eval_every=eval_every, patience=patience, min_steps=min_steps, noise=noise)
     training.check()
@@ -136,6 +158,22 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
         torch.set_num_threads(old_threads)
 
 
+def _check_switches(*, threads, reduce, gaussian_critic, progress, test_fraction) -> None:
+    """The options whose wrong type would pass unnoticed or fail deep inside: one line naming the option
+    (``reduce="False"`` is truthy and reduced, ``threads=1.5`` ran at 1, ``test_fraction="0.2"`` was a
+    TypeError from a comparison)."""
+    if threads is not None and (isinstance(threads, (bool, np.bool_)) or not isinstance(threads, numbers.Integral)
+                                or threads < 1):
+        raise MibenchError(f"threads must be an integer >= 1 or None, got {threads!r}")
+    for name, value in (("reduce", reduce), ("gaussian_critic", gaussian_critic)):
+        if value is not None and not isinstance(value, (bool, np.bool_)):
+            raise MibenchError(f"{name} must be True, False or None, got {value!r}")
+    if not isinstance(progress, (bool, np.bool_)):
+        raise MibenchError(f"progress must be True or False, got {progress!r}")
+    if isinstance(test_fraction, (bool, np.bool_)) or not isinstance(test_fraction, numbers.Real):
+        raise MibenchError(f"test_fraction must be a number in [0, 1), got {test_fraction!r}")
+
+
 def _image_shapes(x, y):
     """Each side's image shape where it is given as images ((n, C, H, W) or (n, H, W)), else None;
     None when neither is (the image critics then read the shape off the dimensions)."""
@@ -149,7 +187,7 @@ def _image_shapes(x, y):
 def _estimate(x, y, settings: EstimateSettings, t_start: float) -> EstimateResult:
     """Check the inputs, answer a constant input, and dispatch by the estimator's kind."""
     from mibench.estimation.dependence import constant_input
-    from mibench.estimators.kinds import CRITIC, kind_of
+    from mibench.estimators.kinds import CRITIC, GENERATIVE, kind_of
     from mibench.utils.device import resolve_device
 
     xa, ya, entry = _checked_inputs(x, y, settings)
@@ -162,6 +200,10 @@ def _estimate(x, y, settings: EstimateSettings, t_start: float) -> EstimateResul
     sizes = None
     if kind == CRITIC:
         sizes = _critic_settings(xa.shape[0], xa.shape[1], ya.shape[1], settings)
+    elif xa.shape[0] < (MIN_SAMPLES if kind == GENERATIVE else MIN_SAMPLES_BLACK_BOX):
+        least = MIN_SAMPLES if kind == GENERATIVE else MIN_SAMPLES_BLACK_BOX
+        raise MibenchError(f"{xa.shape[0]} samples are too few: a {kind} estimator needs >= {least} pairs"
+                           + (" (it trains on some and reads out on the rest)" if kind == GENERATIVE else ""))
     constant = constant_input(xa, ya)
     if constant:
         warnings.warn(f"{constant}: I(X;Y) = 0, nothing was estimated", DependenceWarning, stacklevel=3)

@@ -91,8 +91,10 @@ class FunctionEstimator:
             self._takes_seed = False
 
     def estimate(self, x, y, *, seed: int = 0) -> float:
+        from mibench.utils.checks import estimate_value
+
         value = self.fn(x, y, seed=seed) if self._takes_seed else self.fn(x, y)
-        return float(value)
+        return estimate_value(value, f"estimator {self.name!r}")       # float(True), float("0.3") would pass
 
     def __repr__(self) -> str:
         return f"FunctionEstimator({self.name})"

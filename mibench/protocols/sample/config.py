@@ -9,12 +9,14 @@ import math
 from dataclasses import dataclass
 
 from mibench.errors import MibenchError
+from mibench.estimation.estimate import MIN_SAMPLES_BLACK_BOX
 from mibench.protocols.params import field_types, param
 
 DEFAULT_N = 10_000
 DEFAULT_TIMEOUT = 600.0
-#: the fewest pairs a dataset may have (critic-bound estimators need mibench.estimate's minimum)
-MIN_N_BLACK_BOX = 20
+#: the fewest pairs a dataset may have: mibench.estimate's minimum for a black-box estimator (trained ones,
+#: critic bounds and generative, need its MIN_SAMPLES; :func:`mibench.estimation.estimate.fewest_pairs`)
+MIN_N_BLACK_BOX = MIN_SAMPLES_BLACK_BOX
 
 
 @dataclass
@@ -41,10 +43,8 @@ class SampleConfig:
     def resolved(self) -> "SampleConfig":
         """Canonical names, typed values; a bad value is one line."""
         from mibench.critics import CRITICS
-        from mibench.estimation.estimate import MIN_SAMPLES
+        from mibench.estimation.estimate import too_few_pairs
         from mibench.estimators import resolve_estimators
-        from mibench.estimators.kinds import CRITIC
-        from mibench.estimators.registry import estimator_kind
         from mibench.protocols.schedule import parse_schedule
         from mibench.utils.checks import parse_seeds
         from mibench.utils.limits import HARD_LIMITS, hard_limit
@@ -60,11 +60,7 @@ class SampleConfig:
         for key, value in (self.estimate_kwargs or {}).items():
             if key in HARD_LIMITS:
                 hard_limit(value, "--" + key.replace("_", "-"), key)
-        critic_bound = [e for e in names if estimator_kind(e) == CRITIC]
-        least = MIN_SAMPLES if critic_bound else MIN_N_BLACK_BOX
-        if n < least:
-            why = f" ({', '.join(critic_bound)} train a critic through mibench.estimate)" if critic_bound else ""
-            raise MibenchError(f"--n must be at least {least} pairs{why}, got {self.n}")
+        too_few_pairs(n, names, "--n")
         seeds = parse_seeds(self.seeds, "--seeds")
         timeout = None if self.timeout in (None, 0, "none") else float(self.timeout)
         if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
