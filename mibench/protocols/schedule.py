@@ -49,8 +49,12 @@ def parse_schedule(spec, steps: int) -> MISchedule:
         if text in ("stepwise", "staircase"):
             levels = STEPWISE_BITS
         else:
+            items = [v.strip() for v in text.split(",")]
+            if "" in items and text:
+                # '2,,4' read as 2,4 while config.json recorded '2,,4': a typo is one line, not a guess
+                raise MibenchError(f"--mi lists an empty level: {spec!r}")
             try:
-                levels = tuple(float(v) for v in text.split(",") if v.strip())
+                levels = tuple(float(v) for v in items if v)
             except ValueError:
                 raise MibenchError(f"--mi must be 'stepwise', a number of bits or a comma list of bits, "
                                    f"got {spec!r}") from None

@@ -93,6 +93,7 @@ def test_entry_point_discovery(tmp_path, monkeypatch):
 
 
 def test_unknown_plugins_are_one_line_errors(capsys):
+    from mibench import register_estimator
     from mibench.estimators import ESTIMATORS
 
     with pytest.raises(MibenchError, match="module 'no_such_pkg_xyz' not found"):
@@ -101,6 +102,9 @@ def test_unknown_plugins_are_one_line_errors(capsys):
         ESTIMATORS.get("mibench_example_plugin.estimators:Nope")
     with pytest.raises(MibenchError, match="unknown estimator"):
         ESTIMATORS.get("definitely-not-an-estimator")
+    for bad in (None, 3):                                       # str(None) registered an estimator 'None'
+        with pytest.raises(MibenchError, match="estimator name must be a string"):
+            register_estimator(bad, lambda x, y: 0.0)
     assert main(["run", "--estimator", "no_such_pkg_xyz.mod:Est", "--n", "100"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no_such_pkg_xyz" in err[0]

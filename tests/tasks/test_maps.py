@@ -57,6 +57,9 @@ def test_stepwise_schedule():
     for bad in ("-2", "abc", "nan"):
         with pytest.raises(MibenchError):
             parse_schedule(bad, 100)
+    for typo in ("2,,4", "2,4,", ",2"):                 # '2,,4' ran as 2,4 and config.json kept '2,,4'
+        with pytest.raises(MibenchError, match="--mi lists an empty level"):
+            parse_schedule(typo, 100)
     with pytest.raises(MibenchError, match="cannot hold"):
         parse_schedule("stepwise", 3)
 
