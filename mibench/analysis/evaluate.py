@@ -155,7 +155,16 @@ def evaluate(my_estimator, suite: str = "quick", *, name: str | None = None, bas
     board = board[[(r["task"], r["task_params"], r["n"], r["schedule"]) in keys for _, r in board.iterrows()]]
     if show:
         print(format_ranking(board, est_name))
+        for note in _failed_notes(run_dirs):
+            print(f"! failed: {note}")
     return board
+
+
+def _failed_notes(run_dirs) -> list:
+    """What each failed estimate of the user's runs raised (the ranking shows their MSE as inf only)."""
+    from mibench.records import read_config
+
+    return [note for d in run_dirs for note in read_config(d).get("failed_estimates", [])]
 
 
 def format_ranking(board, est_name: str) -> str:
@@ -173,8 +182,12 @@ def format_ranking(board, est_name: str) -> str:
             lines.append(f"{label}: {est_name} has no baselines to rank against here (MSE averaged over levels "
                          f"{r['rank_score']:.3f} bits², {r['seconds']:.2f} s per estimate)")
             continue
+        others = ranks[ranks["estimator"] != est_name]["n_seeds"]
+        seeds = (f"; {int(r['n_seeds'])} seed(s), the baselines {int(others.median())}"
+                 if int(r["n_seeds"]) != int(others.median()) else "")
+        failed = f"; {int(r['diverged_seeds'])} failed estimate(s), below" if int(r["diverged_seeds"]) else ""
         lines.append(f"{label}: {est_name} ranks {int(r['rank'])} of {total} (MSE averaged over levels "
-                     f"{r['rank_score']:.3f} bits², {r['seconds']:.2f} s per estimate)")
+                     f"{r['rank_score']:.3f} bits², {r['seconds']:.2f} s per estimate{seeds}{failed})")
         for _, o in ranks.iterrows():
             mark = "->" if o["estimator"] == est_name else "  "
             lines.append(f"  {mark} {int(o['rank']):>2}. {o['estimator']:<28} {o['kind']:<11} MSE {o['rank_score']:.3f}"

@@ -228,6 +228,15 @@ def test_evaluate_ranks_next_to_baselines(tmp_path, capsys):
     assert "kept" not in text
     mibench.evaluate(zero, "quick", baselines=base, out=tmp_path / "mine", timeout=None, progress=False)
     assert "kept 1 complete run(s) already in" in capsys.readouterr().out     # was: old numbers, silently
+
+    def crash(x, y):
+        raise RuntimeError("out of ideas")
+
+    # a failed estimate and fewer seeds than the baselines are said in the ranking (it showed 'MSE inf' alone)
+    mibench.evaluate(crash, "quick", baselines=base, out=tmp_path / "crash", timeout=None, progress=False, seeds=[0])
+    text = capsys.readouterr().out
+    assert "s per estimate; 1 seed(s), the baselines 3; 1 failed estimate(s), below)" in text, text
+    assert "! failed:" in text and "RuntimeError: out of ideas" in text, text
     with pytest.raises(MibenchError, match="unknown suite"):
         mibench.evaluate(zero, "nope")
 
