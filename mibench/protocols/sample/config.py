@@ -9,14 +9,10 @@ import math
 from dataclasses import dataclass
 
 from mibench.errors import MibenchError
-from mibench.estimation.estimate import MIN_SAMPLES_BLACK_BOX
 from mibench.protocols.params import field_types, param
 
 DEFAULT_N = 10_000
 DEFAULT_TIMEOUT = 600.0
-#: the fewest pairs a dataset may have: mibench.estimate's minimum for a black-box estimator (trained ones,
-#: critic bounds and generative, need its MIN_SAMPLES; :func:`mibench.estimation.estimate.fewest_pairs`)
-MIN_N_BLACK_BOX = MIN_SAMPLES_BLACK_BOX
 
 
 @dataclass

@@ -35,7 +35,7 @@ import numpy as np
 
 from mibench.metrics import status_counts
 from mibench.protocols.base import PreparedRun
-from mibench.protocols.sample.config import DEFAULT_N, DEFAULT_TIMEOUT, MIN_N_BLACK_BOX, SampleConfig, check_memory  # noqa: F401
+from mibench.protocols.sample.config import DEFAULT_N, DEFAULT_TIMEOUT, SampleConfig, check_memory  # noqa: F401
 from mibench.protocols.sample.job import CellJob, bits_or_empty, estimate_cell, estimate_once
 from mibench.records import (
     SAMPLE_SUMMARY_EXTRA,
