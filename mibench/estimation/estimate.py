@@ -160,8 +160,8 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
 
 def _check_switches(*, threads, reduce, gaussian_critic, progress, test_fraction) -> None:
     """The options whose wrong type would pass unnoticed or fail deep inside: one line naming the option
-    (``reduce="False"`` is truthy and reduced, ``threads=1.5`` ran at 1, ``test_fraction="0.2"`` was a
-    TypeError from a comparison)."""
+    (``reduce="False"`` is truthy, ``int(1.5)`` is 1, ``test_fraction="0.2"`` fails a comparison deep
+    inside)."""
     if threads is not None and (isinstance(threads, (bool, np.bool_)) or not isinstance(threads, numbers.Integral)
                                 or threads < 1):
         raise MibenchError(f"threads must be an integer >= 1 or None, got {threads!r}")
@@ -200,8 +200,7 @@ def _estimate(x, y, settings: EstimateSettings, t_start: float) -> EstimateResul
     sizes = None
     if kind == CRITIC:
         sizes = _critic_settings(xa.shape[0], xa.shape[1], ya.shape[1], settings)
-    elif xa.shape[0] < (MIN_SAMPLES if kind == GENERATIVE else MIN_SAMPLES_BLACK_BOX):
-        least = MIN_SAMPLES if kind == GENERATIVE else MIN_SAMPLES_BLACK_BOX
+    elif xa.shape[0] < (least := MIN_SAMPLES if kind == GENERATIVE else MIN_SAMPLES_BLACK_BOX):
         raise MibenchError(f"{xa.shape[0]} samples are too few: a {kind} estimator needs >= {least} pairs"
                            + (" (it trains on some and reads out on the rest)" if kind == GENERATIVE else ""))
     constant = constant_input(xa, ya)

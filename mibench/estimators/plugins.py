@@ -77,7 +77,7 @@ def register_estimator(name: str, obj, description: str | None = None, *, replac
     one-line error says so (qualify it: ``my_pkg.CCA``).  A name registered earlier in this process
     is replaced (re-running a notebook cell); ``replace`` is accepted for compatibility.
     """
-    if not isinstance(name, str):                    # str(None) registered an estimator called 'None'
+    if not isinstance(name, str):                    # str(None) would register an estimator called 'None'
         raise MibenchError(f"estimator name must be a string, got {type(name).__name__} {name!r}")
     name = name.strip()
     if not name or "," in name:

@@ -51,7 +51,7 @@ def parse_schedule(spec, steps: int) -> MISchedule:
         else:
             items = [v.strip() for v in text.split(",")]
             if "" in items and text:
-                # '2,,4' read as 2,4 while config.json recorded '2,,4': a typo is one line, not a guess
+                # '2,,4' is a typo to report, not 2,4 to guess (config.json would keep '2,,4')
                 raise MibenchError(f"--mi lists an empty level: {spec!r}")
             try:
                 levels = tuple(float(v) for v in items if v)
