@@ -182,9 +182,8 @@ def format_ranking(board, est_name: str) -> str:
             lines.append(f"{label}: {est_name} has no baselines to rank against here (MSE averaged over levels "
                          f"{r['rank_score']:.3f} bits², {r['seconds']:.2f} s per estimate)")
             continue
-        others = ranks[ranks["estimator"] != est_name]["n_seeds"]
-        seeds = (f"; {int(r['n_seeds'])} seed(s), the baselines {int(others.median())}"
-                 if int(r["n_seeds"]) != int(others.median()) else "")
+        theirs = int(ranks[ranks["estimator"] != est_name]["n_seeds"].median())
+        seeds = f"; {int(r['n_seeds'])} seed(s), the baselines {theirs}" if int(r["n_seeds"]) != theirs else ""
         failed = f"; {int(r['diverged_seeds'])} failed estimate(s), below" if int(r["diverged_seeds"]) else ""
         lines.append(f"{label}: {est_name} ranks {int(r['rank'])} of {total} (MSE averaged over levels "
                      f"{r['rank_score']:.3f} bits², {r['seconds']:.2f} s per estimate{seeds}{failed})")

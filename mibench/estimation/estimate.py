@@ -44,14 +44,20 @@ NEAR_CEILING_NATS = 1.0   # status near_ceiling within this of the readout's cei
 UNITS = ("bits", "nats")
 
 
-def fewest_pairs(names) -> tuple[int, list]:
-    """(the fewest pairs a dataset for all the estimators ``names`` may have, the trained ones among
-    them): :data:`MIN_SAMPLES` where one trains, else :data:`MIN_SAMPLES_BLACK_BOX`."""
+def kind_floor(kind: str) -> int:
+    """The fewest pairs an estimator of ``kind`` takes: :data:`MIN_SAMPLES` where it trains, else 20."""
     from mibench.estimators.kinds import CRITIC, GENERATIVE
+
+    return MIN_SAMPLES if kind in (CRITIC, GENERATIVE) else MIN_SAMPLES_BLACK_BOX
+
+
+def fewest_pairs(names) -> tuple[int, list]:
+    """(the largest :func:`kind_floor` of the estimators ``names``, the trained ones among them)."""
     from mibench.estimators.registry import estimator_kind
 
-    trained = [e for e in names if estimator_kind(e) in (CRITIC, GENERATIVE)]
-    return (MIN_SAMPLES if trained else MIN_SAMPLES_BLACK_BOX), trained
+    floors = {e: kind_floor(estimator_kind(e)) for e in names}
+    trained = [e for e, floor in floors.items() if floor == MIN_SAMPLES]
+    return max(floors.values(), default=MIN_SAMPLES_BLACK_BOX), trained
 
 
 def too_few_pairs(n: int, names, flag: str) -> None:
@@ -200,7 +206,7 @@ def _estimate(x, y, settings: EstimateSettings, t_start: float) -> EstimateResul
     sizes = None
     if kind == CRITIC:
         sizes = _critic_settings(xa.shape[0], xa.shape[1], ya.shape[1], settings)
-    elif xa.shape[0] < (least := MIN_SAMPLES if kind == GENERATIVE else MIN_SAMPLES_BLACK_BOX):
+    elif xa.shape[0] < (least := kind_floor(kind)):
         raise MibenchError(f"{xa.shape[0]} samples are too few: a {kind} estimator needs >= {least} pairs"
                            + (" (it trains on some and reads out on the rest)" if kind == GENERATIVE else ""))
     constant = constant_input(xa, ya)
