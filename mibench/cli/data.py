@@ -99,7 +99,13 @@ def prepare(args) -> None:
     from mibench.data.embedded import choose_source
     from mibench.tasks.text import load_imdb_pool
     from mibench.tasks.vision import load_mnist_pool
+    from mibench.utils.checks import check_positive_int
 
+    # checked before the MNIST pool is built, so a mistyped flag is not reported as missing data
+    if args.n_per_class is not None:
+        check_positive_int(args.n_per_class, "--n-per-class", minimum=2)
+    if args.max_length is not None:
+        check_positive_int(args.max_length, "--max-length", minimum=1)
     t0 = time.perf_counter()
     _, info = load_mnist_pool(args.data_dir)
     print(f"MNIST 0/1 pool: {info['pool_sizes']} kept, decoder accuracy {info['decoder_accuracy']} "

@@ -31,6 +31,7 @@ from mibench.data.sources import shown_path
 from mibench.errors import MibenchError
 from mibench.tasks.pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
 from mibench.tasks.registry import TASKS
+from mibench.utils.checks import check_positive_int
 from mibench.tasks.vision import pairing_info, parse_layout
 
 DEFAULT_MARGIN = 1.0
@@ -53,11 +54,9 @@ def load_imdb_pool(data_dir=None, encoder=None, n_per_class=None, max_length=Non
     from mibench.data import embedded
     from mibench.data import embeddings as E
 
-    n_per_class = E.DEFAULT_N_PER_CLASS if n_per_class is None else int(n_per_class)
-    max_length = E.default_max_length(encoder, max_length)
+    n_per_class = E.DEFAULT_N_PER_CLASS if n_per_class is None else check_positive_int(n_per_class, "n_per_class", 2)
+    max_length = check_positive_int(E.default_max_length(encoder, max_length), "max_length", 1)
     split = E.DEFAULT_SPLIT if split is None else str(split)
-    if n_per_class < 2:
-        raise MibenchError(f"n_per_class must be >= 2, got {n_per_class}")
     ident = E.encoder_identity(encoder)  # refuses unknown encoders before any data work
     kind, where, rows = embedded.choose_source("imdb", data_dir)
     if kind == "full":

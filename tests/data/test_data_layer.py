@@ -243,6 +243,17 @@ def test_default_subset_is_seeded_from_the_shipped_copy_not_recomputed(monkeypat
     assert again["cache"] == "hit"
 
 
+@pytest.mark.parametrize("argv,msg", [(["--n-per-class", "-3"], "--n-per-class must be an integer >= 2"),
+                                       (["--max-length", "0"], "--max-length must be an integer >= 1")])
+def test_mibench_data_prepare_refuses_bad_flags_before_reading_data(argv, msg, tmp_path, capsys):
+    from mibench.cli import main
+
+    # an empty data directory: the flag is refused, not reported as missing MNIST
+    assert main(["data", "--data-dir", str(tmp_path), "--prepare", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and msg in err[0]
+
+
 def test_mibench_data_prepare_on_the_embedded_subset(capsys):
     from mibench.cli import main
 

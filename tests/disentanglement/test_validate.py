@@ -80,11 +80,14 @@ def test_validate_exit_code_is_nonzero_when_a_case_fails(tmp_path, monkeypatch):
     (["--alphas", "1,x"], "not a number"),
     (["--attacks", "shuffle"], "unknown attack"),
     (["--sigma", "0"], "sigma"),
+    (["--n", "0"], "n must be an integer >= 10"),
 ])
 def test_validate_bad_arguments_are_one_line_errors(argv, msg, tmp_path, capsys):
     assert main(["validate", *argv, "--out", str(tmp_path)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("mibench: error:") and msg in err[0]
+    assert captured.out == ""       # refused before any case starts (no progress line)
 
 
 @pytest.fixture
