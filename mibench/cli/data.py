@@ -105,7 +105,7 @@ def prepare(args) -> None:
     if args.n_per_class is not None:
         check_positive_int(args.n_per_class, "--n-per-class", minimum=2)
     if args.max_length is not None:
-        check_positive_int(args.max_length, "--max-length", minimum=1)
+        check_positive_int(args.max_length, "--max-length", minimum=2)
     t0 = time.perf_counter()
     _, info = load_mnist_pool(args.data_dir)
     print(f"MNIST 0/1 pool: {info['pool_sizes']} kept, decoder accuracy {info['decoder_accuracy']} "

@@ -55,7 +55,7 @@ def load_imdb_pool(data_dir=None, encoder=None, n_per_class=None, max_length=Non
     from mibench.data import embeddings as E
 
     n_per_class = E.DEFAULT_N_PER_CLASS if n_per_class is None else check_positive_int(n_per_class, "n_per_class", 2)
-    max_length = check_positive_int(E.default_max_length(encoder, max_length), "max_length", 1)
+    max_length = check_positive_int(E.default_max_length(encoder, max_length), "max_length", 2)
     split = E.DEFAULT_SPLIT if split is None else str(split)
     ident = E.encoder_identity(encoder)  # refuses unknown encoders before any data work
     kind, where, rows = embedded.choose_source("imdb", data_dir)

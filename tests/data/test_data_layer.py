@@ -244,7 +244,7 @@ def test_default_subset_is_seeded_from_the_shipped_copy_not_recomputed(monkeypat
 
 
 @pytest.mark.parametrize("argv,msg", [(["--n-per-class", "-3"], "--n-per-class must be an integer >= 2"),
-                                       (["--max-length", "0"], "--max-length must be an integer >= 1")])
+                                       (["--max-length", "1"], "--max-length must be an integer >= 2")])
 def test_mibench_data_prepare_refuses_bad_flags_before_reading_data(argv, msg, tmp_path, capsys):
     from mibench.cli import main
 
