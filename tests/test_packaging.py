@@ -405,13 +405,22 @@ def test_mps_refused_cleanly_where_unavailable(monkeypatch, capsys):
     if harness._mps_available():    # pragma: no cover (an Apple-silicon machine)
         assert harness.resolve_device("mps").type == "mps"
         return
-    with pytest.raises(MibenchError, match="--device mps requested but MPS is not available"):
+    with pytest.raises(MibenchError, match="device .mps. requested but MPS is not available"):
         harness.resolve_device("mps")
     assert main(["run", "--device", "mps", "--steps", "10", "--quiet", "--no-plot"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "MPS is not available" in err
     for bad in ("tpu", "cuda:x", "cpu:0", "mps:"):
-        with pytest.raises(MibenchError, match="--device must be"):
+        with pytest.raises(MibenchError, match="device must be"):
+            harness.resolve_device(bad)
+    # Python values: None is auto, a torch.device passes, an integer is a CUDA index as torch reads it
+    assert harness.resolve_device(None) == harness.resolve_device("auto")
+    assert harness.resolve_device(torch.device("cpu")) == torch.device("cpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(MibenchError, match="device 'cuda:0' requested but no CUDA"):
+            harness.resolve_device(0)
+    for bad in (True, 1.5, -1, ["cpu"]):
+        with pytest.raises(MibenchError, match="device must be"):
             harness.resolve_device(bad)
     # where torch reports MPS, it is accepted (and sweeps treat it as a GPU: one worker)
     monkeypatch.setattr(harness, "_mps_available", lambda: True)

@@ -163,7 +163,7 @@ def test_the_device_reaches_the_estimator_and_an_unavailable_one_is_one_line(nam
     if isinstance(ESTIMATORS.get(name).obj(), HeldOutEstimator):
         assert res.settings["parameters"]["device"] == "cpu"
     if not torch.cuda.is_available():
-        with pytest.raises(MibenchError, match="--device cuda requested but no CUDA device is available") as err:
+        with pytest.raises(MibenchError, match="device .cuda. requested but no CUDA device is available") as err:
             estimate(name, x, y, device="cuda")
         assert_one_line(err)
 
