@@ -15,10 +15,15 @@ from mibench.tasks.base import check_mi_request, gaussian_rho
 from mibench.tasks.registry import TASKS
 
 
+def check_params(dim: int = 10, cubic: bool = False) -> None:
+    """The parameters' values, checked without building the task."""
+    if int(dim) < 1:
+        raise MibenchError(f"dim must be an integer >= 1, got {dim}")
+
+
 class GaussianTask:
     def __init__(self, dim: int = 10, cubic: bool = False, device="cpu"):
-        if int(dim) < 1:
-            raise MibenchError(f"gaussian task needs dim >= 1, got {dim}")
+        check_params(dim, cubic)
         self.name = "gaussian"
         self.dim = self.dim_x = self.dim_y = int(dim)
         self.cubic = bool(cubic)
@@ -54,3 +59,6 @@ class GaussianTask:
 @TASKS.register("gaussian", "correlated Gaussians, I = -(d/2) log(1 - rho^2); --dim d (default 10), --cubic")
 def make_gaussian(device="cpu", dim: int = 10, cubic: bool = False) -> GaussianTask:
     return GaussianTask(dim=dim, cubic=cubic, device=device)
+
+
+make_gaussian.check_params = check_params

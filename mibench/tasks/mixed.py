@@ -14,6 +14,7 @@ import torch
 from mibench.tasks.pools import BSCSources
 from mibench.tasks.registry import TASKS
 from mibench.tasks.text import DEFAULT_MARGIN, load_imdb_pool
+from mibench.tasks.text import check_params as check_text_params
 from mibench.tasks.vision import (
     DEFAULT_SIDE,
     RESIZE,
@@ -24,6 +25,7 @@ from mibench.tasks.vision import (
     load_mnist_pool,
     parse_layout,
 )
+from mibench.tasks.vision import check_params as check_vision_params
 
 
 class MixedTask(BSCSources):
@@ -102,3 +104,13 @@ def make_mixed(device="cpu", ds=None, layout=None, side: int = DEFAULT_SIDE, nui
     return MixedTask(ds=ds, layout=layout, side=side, nuisance=nuisance, encoder=encoder, data_dir=data_dir,
                      n_per_class=n_per_class, max_length=max_length, split=split, margin=margin,
                      standardize=standardize, device=device)
+
+
+def check_params(ds=None, layout=None, side: int = DEFAULT_SIDE, nuisance: float = 0.0, n_per_class=None,
+                 max_length=None, **_) -> None:
+    """The mixed task's parameter values (its image and text sides), checked without loading data."""
+    check_vision_params(ds=ds, layout=layout, side=side, nuisance=nuisance, n_per_class=n_per_class)
+    check_text_params(n_per_class=n_per_class, max_length=max_length)
+
+
+make_mixed.check_params = check_params

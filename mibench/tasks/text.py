@@ -31,14 +31,23 @@ from mibench.data.sources import shown_path
 from mibench.errors import MibenchError
 from mibench.tasks.pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
 from mibench.tasks.registry import TASKS
-from mibench.utils.checks import check_positive_int
 from mibench.tasks.vision import pairing_info, parse_layout
+from mibench.utils.checks import check_positive_int
 
 DEFAULT_MARGIN = 1.0
 
 
 def check_ds(ds) -> int:
     return int(np.prod(parse_layout(ds, None))) if ds is not None else 10
+
+
+def check_params(ds=10, n_per_class=None, max_length=None, **_) -> None:
+    """The text task's parameter values (and the text side of the mixed task's), checked without loading data."""
+    check_ds(ds)
+    if n_per_class is not None:
+        check_positive_int(n_per_class, "n_per_class", 2)
+    if max_length is not None:
+        check_positive_int(max_length, "max_length", 2)
 
 
 def load_imdb_pool(data_dir=None, encoder=None, n_per_class=None, max_length=None, split=None,
@@ -165,3 +174,6 @@ def make_text(device="cpu", ds=10, encoder=None, data_dir=None, n_per_class=None
     return TextTask(ds=ds, encoder=encoder, data_dir=data_dir, n_per_class=n_per_class, max_length=max_length,
                     split=split, margin=margin, standardize=standardize, exclude_same_item=exclude_same_item,
                     device=device)
+
+
+make_text.check_params = check_params

@@ -107,6 +107,16 @@ def check_nuisance(eta) -> float:
     return e
 
 
+def check_params(ds=None, layout=None, side: int = DEFAULT_SIDE, nuisance: float = 0.0, n_per_class=None,
+                 **_) -> None:
+    """The vision (and image side of the mixed) task's parameter values, checked without loading data."""
+    parse_layout(ds, layout)
+    check_side(side)
+    check_nuisance(nuisance)
+    if n_per_class is not None and int(n_per_class) < 2:
+        raise MibenchError(f"n_per_class must be >= 2, got {n_per_class}")
+
+
 def _subset_per_class(labels: np.ndarray, n_per_class, seed: int = 0) -> np.ndarray:
     """Indices of a seeded class-balanced subset (all items when n_per_class is None)."""
     if n_per_class is None:
@@ -368,3 +378,6 @@ def make_vision(device="cpu", ds=None, layout=None, side: int = DEFAULT_SIDE, nu
                 n_per_class=None, margin: float = 1.0, exclude_same_item: bool = False) -> VisionTask:
     return VisionTask(ds=ds, layout=layout, side=side, nuisance=nuisance, data_dir=data_dir,
                       n_per_class=n_per_class, margin=margin, exclude_same_item=exclude_same_item, device=device)
+
+
+make_vision.check_params = check_params

@@ -212,7 +212,10 @@ def check_value_type(value, expected: type | None, where: str):
 
 def check_task_params(task: str, factory, params: dict, passthrough=("transform", "layer")) -> dict:
     """The task parameters ``params`` checked against the task factory's signature: unknown names
-    and values of the wrong type are refused in one line; returns them typed."""
+    and values of the wrong type are refused in one line; returns them typed.  A factory with a
+    ``check_params`` attribute (a function of the same parameters that raises :class:`MibenchError`)
+    has its values checked too, without building the task (a sweep's ``--dry-run`` refuses
+    ``--set dim=0`` before any cell runs)."""
     import inspect
 
     accepted = inspect.signature(factory).parameters
@@ -227,6 +230,12 @@ def check_task_params(task: str, factory, params: dict, passthrough=("transform"
         p = accepted[key]
         expected = _expected_type(p.default if p.default is not inspect.Parameter.empty else None, p.annotation)
         out[key] = check_value_type(value, expected, f"task {task!r} parameter {key!r}")
+    check = getattr(factory, "check_params", None)
+    if check is not None:
+        try:
+            check(**{k: v for k, v in out.items() if k not in passthrough})
+        except MibenchError as exc:
+            raise MibenchError(f"task {task!r}: {exc}") from None
     return out
 
 

@@ -156,6 +156,21 @@ def test_a_dry_run_checks_the_execution_flags(tmp_path, capsys, flag):
     assert f"{flag[0]} must be an integer >= 1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("task,setting,msg", [
+    ("gaussian", "dim=2,0", "task 'gaussian': dim must be an integer >= 1, got 0"),
+    ("vision", "side=3", "task 'vision': side must be an integer in [8, 1024]"),
+    ("vision", "ds=0", "task 'vision': ds must be an integer in [1, 4096]"),
+    ("text", "n_per_class=1", "task 'text': n_per_class must be an integer >= 2"),
+    ("mixed", "nuisance=2", "task 'mixed': nuisance (eta) must be in [0, 1]"),
+])
+def test_a_dry_run_checks_the_task_parameters_values(tmp_path, capsys, task, setting, msg):
+    """A value the task would refuse when its cell runs is refused by the dry run (no data loaded)."""
+    out = tmp_path / "s"
+    assert main(["sweep", "--task", task, "--set", setting, "--out", str(out), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and msg in err[0] and not out.exists()
+
+
 def test_resume_skips_complete_continues_interrupted_redoes_failed(tmp_path, count_runs):
     out = tmp_path / "sw"
     spec = tiny()
