@@ -140,9 +140,8 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
     torch and its buffers + ~60 n d bytes of data copies + <= 16 MB of tiles, never O(n_test^2)
     (times and peaks: docs/estimators.md, "Procedure").
     """
-    import torch
-
     from mibench.utils.checks import check_seed
+    from mibench.utils.threads import torch_threads
 
     t_start = time.perf_counter()
     seed = check_seed(seed)
@@ -155,13 +154,8 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
                                 test_fraction=test_fraction, preprocess=preprocess, gaussian_critic=gaussian_critic,
                                 reduce=reduce, device=device, seed=seed, units=units, progress=progress,
                                 threads=threads, shapes=_image_shapes(x, y))
-    old_threads = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(int(threads))
-    try:
+    with torch_threads(threads):
         return _estimate(x, y, settings, t_start)
-    finally:
-        torch.set_num_threads(old_threads)
 
 
 def _check_switches(*, threads, reduce, gaussian_critic, progress, test_fraction) -> None:

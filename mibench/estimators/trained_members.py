@@ -18,13 +18,13 @@ another; a single member is always its separate estimate.
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 import time
 from dataclasses import dataclass, field, replace
 
 from mibench.errors import MibenchError
+from mibench.utils.threads import torch_threads
 
 
 @dataclass(frozen=True)
@@ -52,20 +52,11 @@ def held_out_reads(read, tensors: list) -> list[tuple]:
     return [(value, details, on_training) for (value, details), (on_training, _) in zip(test, train)]
 
 
-@contextlib.contextmanager
 def training_threads(threads: int, device):
     """torch's threads at ``threads`` (:class:`~mibench.estimators.trained.TrainedSettings`: 0 keeps the caller's
     count) while the block trains and reads out on a CPU, the caller's count restored afterwards; on other
     devices the count is left alone."""
-    import torch
-
-    old = torch.get_num_threads()
-    if device.type == "cpu":
-        torch.set_num_threads(threads or old)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
+    return torch_threads(threads if device.type == "cpu" else None)
 
 
 def load_best(owner: str, models: dict, best: dict) -> None:

@@ -274,21 +274,32 @@ def others_busy(start, end, niced: bool, hz: int) -> float:
 
 
 @contextlib.contextmanager
+def torch_threads(threads: int | None):
+    """Run the block with torch's intra-op threads at ``threads`` (None or 0: the caller's count); the
+    caller's count comes back afterwards, also when the block raises."""
+    import torch
+
+    old = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(int(threads))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+@contextlib.contextmanager
 def using_threads(threads: int, rule: str | None = None):
     """Run the block with torch's intra-op threads at ``threads`` (``rule``: how they were chosen, for
     :func:`thread_setting`); the previous count and record come back afterwards, so a command called
     in-process (``mibench.cli.main``, a sweep cell run by its driver) leaves the caller's setting alone."""
     global _RULE
-    import torch
-
-    old = torch.get_num_threads(), _RULE
-    torch.set_num_threads(int(threads))
-    _RULE = rule or f"{int(threads)}"
+    old_rule, _RULE = _RULE, rule or f"{int(threads)}"
     try:
-        yield
+        with torch_threads(int(threads)):
+            yield
     finally:
-        torch.set_num_threads(old[0])
-        _RULE = old[1]
+        _RULE = old_rule
 
 
 def thread_setting() -> str | None:
