@@ -149,7 +149,11 @@ def evaluate(my_estimator, suite: str = "quick", *, name: str | None = None, bas
         # an estimator changed since is not re-run: say so rather than rank old numbers silently
         print(f"kept {len(kept)} complete run(s) already in {out_dir} (not re-run: pass another out, or delete "
               "them, after changing the estimator)")
-    board, _ = build([base, *run_dirs])
+    # the estimator's own rows come from these runs only: a registered name's baseline rows (other seeds,
+    # setups outside the suite) are neither pooled with them nor ranked as the user's
+    fresh = {str(Path(d).resolve()) for d in run_dirs}
+    board, _ = build([base, *run_dirs], prefer=run_dirs, keep_row=lambda row: row["estimator"] != est_name
+                     or str(Path(row["run_dir"]).resolve()) in fresh)
     mine = board[board["estimator"] == est_name]
     keys = {(r["task"], r["task_params"], r["n"], r["schedule"]) for _, r in mine.iterrows()}
     board = board[[(r["task"], r["task_params"], r["n"], r["schedule"]) in keys for _, r in board.iterrows()]]

@@ -32,46 +32,62 @@ COLUMNS = (SETUP_COLUMNS + ["estimator", "rank", "rank_score", "true_mi", "n_see
 # ------------------------------------------------------------------------------- collecting
 
 
-def collect_unique(paths):
+def collect_unique(paths, prefer=()):
     """Complete runs below ``paths`` (:func:`mibench.records.collect`, which keeps every run), without
-    repeats: a run with the same setup, seed and estimators as one already collected (overlapping
-    inputs) is skipped and listed in ``duplicates``."""
+    repeats: a run each of whose (estimator, seed) samples of its setup an earlier run already holds
+    (overlapping inputs, or the same seed run again) is skipped and listed in ``duplicates``.  Runs of
+    one setup with other seeds are kept and pooled; a sample two kept runs share is counted once
+    (:func:`per_seed_rows`).  Runs are taken in path order, those below a directory of ``prefer``
+    first (they win a tie)."""
     from mibench.protocols import protocol_of
     from mibench.records import collect as collect_records
 
     col = collect_records(paths)
+    preferred = [Path(p).resolve() for p in prefer]
     runs, seen = [], {}
-    for r in col.runs:
-        setup = protocol_of(r.config).setup(r.config)
-        c = r.config["config"]
-        key = (json.dumps([setup[k] for k in SETUP_KEY]), c.get("seed"), tuple(c.get("estimators", [])))
-        if key in seen:
-            col.duplicates.append((r.path, seen[key]))
+    for r in sorted(col.runs, key=lambda r: not any(Path(r.path).resolve().is_relative_to(p) for p in preferred)):
+        protocol = protocol_of(r.config)
+        setup = json.dumps([protocol.setup(r.config)[k] for k in SETUP_KEY])
+        samples = {(setup, str(e), repr(seed)) for e in r.config["config"].get("estimators", [])
+                   for seed in protocol.seeds_of(r.config)}
+        if samples and samples <= seen.keys():
+            col.duplicates.append((r.path, seen[min(samples)]))
             continue
-        seen[key] = r.path
+        for sample in samples:
+            seen.setdefault(sample, r.path)
         runs.append(r)
     col.runs = runs
     return col
 
 
 def per_seed_rows(runs) -> list[dict]:
-    """One row per run x estimator x level (the samples the leaderboard aggregates), from each run's
-    protocol (:meth:`mibench.protocols.base.RunProtocol.seed_rows`)."""
+    """One row per run x estimator x level x seed (the samples the leaderboard aggregates), from each
+    run's protocol (:meth:`mibench.protocols.base.RunProtocol.seed_rows`); a sample an earlier run
+    already gave (the same setup, estimator, level and seed) is counted once, so no seed stands in for
+    two replicates."""
     from mibench.protocols import protocol_of
 
-    return [row for r in runs for row in protocol_of(r.config).seed_rows(r)]
+    rows, seen = [], set()
+    for r in runs:
+        for row in protocol_of(r.config).seed_rows(r):
+            key = (json.dumps([row[k] for k in ROW_KEY], default=str), repr(row["seed"]))
+            if key not in seen:
+                seen.add(key)
+                rows.append(row)
+    return rows
 
 
 # ------------------------------------------------------------------------------ aggregation
 
 
-def aggregate(runs):
-    """The leaderboard as a pandas DataFrame with :data:`COLUMNS` (see the module docstring)."""
+def aggregate(runs, keep_row=None):
+    """The leaderboard as a pandas DataFrame with :data:`COLUMNS` (see the module docstring), from the
+    per-seed rows for which ``keep_row(row)`` holds (default: all)."""
     import pandas as pd
 
     from mibench.protocols import get_protocol
 
-    samples = per_seed_rows(runs)
+    samples = [row for row in per_seed_rows(runs) if keep_row is None or keep_row(row)]
     if not samples:
         return pd.DataFrame(columns=COLUMNS)
     df = pd.DataFrame(samples)
@@ -85,7 +101,7 @@ def aggregate(runs):
         protocol = get_protocol(first["protocol"])
         for m in METRICS:
             vals = g[m].to_numpy(dtype=float)
-            row[m] = float(np.nanmean(vals)) if np.isfinite(vals).any() else float("nan")
+            row[m] = protocol.metric_mean(m, g)
             row[f"{m}_ci95"] = protocol.metric_ci95(m, vals)
         row["abs_bias"] = abs(row["bias"]) if np.isfinite(row["bias"]) else float("nan")
         row["diverged_seeds"] = int(g["diverged"].sum())
@@ -137,18 +153,20 @@ def bound_columns(row: dict) -> tuple[str, str]:
     return bound, "holds"
 
 
-def build(paths):
+def build(paths, keep_row=None, prefer=()):
     """(leaderboard DataFrame, Collection) for run / sweep directories.
 
     Parameters
     ----------
     paths : run directories, sweep directories or directories holding them (searched recursively).
+    keep_row : a per-seed row filter (:func:`aggregate`).
+    prefer : directories whose runs win over the others' for the same samples (:func:`collect_unique`).
     """
-    col = collect_unique(paths)
+    col = collect_unique(paths, prefer)
     if not col.runs:
         extra = f" ({len(col.incomplete)} incomplete)" if col.incomplete else ""
         raise MibenchError(f"no complete run directories found under {', '.join(map(str, paths))}{extra}")
-    return aggregate(col.runs), col
+    return aggregate(col.runs, keep_row), col
 
 
 # ---------------------------------------------------------------------------------- writing

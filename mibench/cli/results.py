@@ -73,7 +73,8 @@ def cmd_leaderboard(args) -> int:
     for note in _unfinished_sweep_cells(args.runs):
         print(note, file=sys.stderr)
     for d, first in col.duplicates:
-        print(f"note: skipping {d}: same setup and seed as {first}", file=sys.stderr)
+        print(f"note: skipping {d}: the runs kept already hold each of its (estimator, seed) samples of this "
+              f"setup (as {first} does)", file=sys.stderr)
     if not args.output:
         print(to_markdown(board, provenance(col, board, command_line()), args.title))
         return EXIT_OK

@@ -130,6 +130,14 @@ class ProtocolRecords:
         """A sweep's figure of one setup and seed with all its estimators (None: nothing to draw)."""
         raise NotImplementedError
 
+    def metric_mean(self, metric: str, group) -> float:
+        """A leaderboard metric over the seeds of one row (``group``: its per-seed rows, a DataFrame):
+        the mean of the seeds' finite values."""
+        import numpy as np
+
+        vals = group[metric].to_numpy(dtype=float)
+        return float(np.nanmean(vals)) if np.isfinite(vals).any() else float("nan")
+
     def metric_ci95(self, metric: str, values) -> float:
         """The half-width of the 95% interval of a leaderboard metric's mean over seeds."""
         from mibench.metrics import t_halfwidth

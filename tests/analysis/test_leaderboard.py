@@ -94,6 +94,40 @@ def test_output_is_stable_and_duplicates_are_skipped(sweep_dir, tmp_path):
     assert list(back.columns) == COLUMNS and len(back) == 8
 
 
+def test_a_seed_counts_once_whatever_runs_hold_it(sweep_dir):
+    """Runs of one setup and seed with the estimators in another order, or a subset of them, are the
+    same samples (they counted as three replicates with a 95% interval of 0); a run adding an
+    estimator to a seed already held adds only that estimator's rows."""
+    rows = _rows(1)
+    write_fake_run(sweep_dir / "reordered", rows[2:] + rows[:2], task_params={"dim": 2}, seed=1)
+    write_fake_run(sweep_dir / "subset", rows[:2], task_params={"dim": 2}, seed=1)
+    extra = [{"estimator": "infonce", "true_mi": lv, "bias": 0.0, "variance": 0.1, "mse": 0.1} for lv in (2.0, 4.0)]
+    write_fake_run(sweep_dir / "with_infonce", [*rows[:2], *extra], task_params={"dim": 2}, seed=1)
+    board, col = build([sweep_dir])
+    assert sorted(p.name for p, _ in col.duplicates) == ["reordered", "subset"]
+    dim2 = board[board.task_params == "dim=2"].set_index(["estimator", "true_mi"])
+    assert dim2.loc[("smile-5", 2.0), "n_seeds"] == 3 and dim2.loc[("smile-5", 2.0), "seeds"] == "0;1;2"
+    assert dim2.loc[("nwj", 4.0), "n_seeds"] == 3
+    assert dim2.loc[("infonce", 2.0), "n_seeds"] == 1
+
+
+def test_sample_runs_of_one_setup_with_other_seeds_are_pooled(tmp_path):
+    """Two sample-protocol runs, seeds 0,1 and 2,3: one row of four seeds (the second run was skipped
+    as 'the same setup and seed'), its variance over the four estimates together."""
+    import numpy as np
+
+    for name, seeds in (("a", "0,1"), ("b", "2,3")):
+        assert main(["run", "--task", "gaussian", "--dim", "2", "--estimator", "gaussian", "--mi", "2", "--n", "200",
+                     "--seeds", seeds, "--timeout", "0", "--quiet", "--no-plot", "--out", str(tmp_path / name)]) == 0
+    board, col = build([tmp_path])
+    assert not col.duplicates and len(board) == 1
+    row = board.iloc[0]
+    assert row.n_seeds == 4 and row.seeds == "0;1;2;3"
+    est = pd.concat([pd.read_csv(tmp_path / n / "sample_estimates.csv") for n in "ab"])["estimate"].to_numpy()
+    assert row.mean_estimate == pytest.approx(est.mean())
+    assert row.variance == pytest.approx(np.var(est))
+
+
 def test_leaderboard_cli(sweep_dir, tmp_path, capsys):
     out = tmp_path / "res" / "leaderboard.csv"
     assert main(["leaderboard", str(sweep_dir), "-o", str(out)]) == 0

@@ -239,6 +239,15 @@ def test_evaluate_ranks_next_to_baselines(tmp_path, capsys):
     assert "! failed:" in text and "RuntimeError: out of ideas" in text, text
     with pytest.raises(MibenchError, match="unknown suite"):
         mibench.evaluate(zero, "nope")
+    # a registered name: its rows are the fresh run's only, on the suite's setups (the baselines' own rows of
+    # that estimator, other seeds and another setup here, were pooled with them and ranked as the user's)
+    run_sample(SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=["gaussian"], mi=2.0, n=200,
+                            seeds=[0], timeout=None), out_dir=base / "off-suite", plot=False)
+    board = mibench.evaluate("gaussian", "quick", baselines=base, out=tmp_path / "named", timeout=None,
+                             progress=False, seeds=[5], show=False)
+    mine = board[board["estimator"] == "gaussian"]
+    assert set(mine["seeds"]) == {"5"} and len(mine) == 1, mine
+    assert set(board["task_params"]) == {""}             # the quick suite's Gaussian setup only, not dim=2
 
 
 def test_committed_sample_leaderboard_matches_the_evaluate_suites():

@@ -112,6 +112,16 @@ class SampleRecords(ProtocolRecords):
     def seeds_of(self, config: dict) -> list:
         return list((config.get("config") or {}).get("seeds") or [])
 
+    def metric_mean(self, metric: str, group) -> float:
+        """As the base class, but ``variance`` is the variance of the seeds' estimates about their
+        mean (ddof 0), computed over the row's seeds together: pooled from several runs, each seed's
+        deviation from its own run's mean would understate it."""
+        if metric != "variance":
+            return super().metric_mean(metric, group)
+        est = group["mean_estimate"].to_numpy(dtype=float)
+        est = est[np.isfinite(est)]
+        return float(((est - est.mean()) ** 2).mean()) if est.size else float("nan")
+
     def metric_ci95(self, metric: str, values) -> float:
         """As the base class, but none for ``variance``: one estimate per seed makes it a single
         number over seeds, not a mean of per-seed values."""
