@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from mibench.cli.args import printing_result
-from mibench.errors import EXIT_OK, EXIT_REGRESSED
+from mibench.errors import EXIT_OK, EXIT_REGRESSED, MibenchError
 
 
 def register_cli(sub) -> None:
@@ -67,6 +67,9 @@ def _unfinished_sweep_cells(paths) -> list[str]:
 def cmd_leaderboard(args) -> int:
     from mibench.analysis.leaderboard import build, command_line, provenance, to_markdown, write_all
 
+    if not args.output and (args.families or args.no_markdown):
+        raise MibenchError(f"{'--families' if args.families else '--no-markdown'} needs -o/--output "
+                           "(without it the leaderboard is printed as Markdown and nothing is written)")
     board, col = build(args.runs)
     for d in col.incomplete:
         print(f"note: skipping incomplete run {d}", file=sys.stderr)

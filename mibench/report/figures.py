@@ -54,9 +54,12 @@ def _render(run: Path, out: Path) -> bool:
     if not (run / "config.json").is_file():
         return False
     from mibench.analysis.run_figures import plot_results
+    from mibench.errors import UnreadableInput
 
     try:
         plot_results(run, out)
+    except UnreadableInput:
+        raise       # a damaged record is refused (exit 4), as the leaderboard and plot refuse it
     except Exception:  # a figure that cannot be drawn is left out; the page is still written
         return False
     return True

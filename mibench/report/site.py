@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import tempfile
 from pathlib import Path
 
 from mibench.errors import MibenchError
@@ -386,20 +387,33 @@ def write_site(paths, out, *, shown=None, title: str = "MI estimator leaderboard
         from mibench.report.reading import empty_results
 
         results = empty_results(paths, shown)
-    for sub in ("figures", "repro", "assets"):     # a re-run replaces what it wrote before
-        shutil.rmtree(out / sub, ignore_errors=True)
-    out.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(ASSETS, out / "assets")
     shown = [str(s) for s in (shown or paths)]
     command = command or f"mibench report {' '.join(shown)} -o {out}"
-    ctx = build_context(results, out, command, title, figures=figures)
-    ctx["consistency"] = consistency
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    html = env.get_template("index.html").render(**ctx)
-    results.board.to_csv(out / "leaderboard.csv", index=False)
-    index = out / "index.html"
-    tmp = index.with_name("index.html.tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(index)
-    return index
+    # the page is built in a staging directory next to ``out`` and moved in once whole: a run that fails
+    # half-way (a damaged record, an interrupt) leaves ``out`` as it was, never half a site
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=".mibench-report-", dir=out.parent))
+    except OSError as exc:
+        raise MibenchError(f"cannot write the site {out}: {exc.strerror or exc}") from None
+    try:
+        shutil.copytree(ASSETS, stage / "assets")
+        ctx = build_context(results, stage, command, title, figures=figures)
+        ctx["consistency"] = consistency
+        env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                                 undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+        (stage / "index.html").write_text(env.get_template("index.html").render(**ctx), encoding="utf-8")
+        results.board.to_csv(stage / "leaderboard.csv", index=False)
+        try:
+            out.mkdir(exist_ok=True)
+            for sub in ("figures", "repro", "assets"):     # a re-run replaces what it wrote before
+                shutil.rmtree(out / sub, ignore_errors=True)
+                if (stage / sub).exists():
+                    (stage / sub).rename(out / sub)
+            (stage / "leaderboard.csv").replace(out / "leaderboard.csv")
+            (stage / "index.html").replace(out / "index.html")        # last: the page appears whole
+        except OSError as exc:
+            raise MibenchError(f"cannot write the site {out}: {exc.strerror or exc}") from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return out / "index.html"

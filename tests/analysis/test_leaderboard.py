@@ -134,6 +134,11 @@ def test_leaderboard_cli(sweep_dir, tmp_path, capsys):
     assert out.is_file() and out.with_suffix(".md").is_file() and (out.parent / "leaderboard.meta.json").is_file()
     assert "best on gaussian (dim=2)" in capsys.readouterr().out
     assert main(["leaderboard", str(tmp_path / "nothing-here")]) == 2
+    capsys.readouterr()
+    for flag in ("--families", "--no-markdown"):      # without -o they were ignored (Markdown printed, exit 0)
+        assert main(["leaderboard", str(sweep_dir), flag]) == 2
+        captured = capsys.readouterr()
+        assert f"{flag} needs -o/--output" in captured.err and captured.out == ""
 
 
 def _scaled(tmp_path, name, factor=1.0, bias_add=0.0, drop=None, diverge=None):

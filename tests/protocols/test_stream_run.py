@@ -128,7 +128,7 @@ def test_burn_in_window():
     (dict(batch_size=1), "batch-size"),
     (dict(lr=-1.0), "--lr"),
     (dict(mi="-3"), ">= 0"),
-    (dict(device="tpu"), "--device"),
+    (dict(device="tpu"), "device must be"),
     (dict(precision="fp16"), "--precision"),
     (dict(precision="tf32", device="cpu"), "tf32 needs a CUDA device"),
 ])

@@ -159,3 +159,22 @@ def test_the_page_is_built_not_committed_and_its_command_is_the_tested_one(resul
         assert tracked.returncode == 0 and not tracked.stdout.strip(), "results/site is committed"
         ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", "results/site/index.html"], cwd=REPO)
         assert ignored.returncode == 0, "results/site is not in .gitignore"
+
+
+def test_a_damaged_run_is_refused_and_no_half_site_is_left(tmp_path, capsys):
+    """A run whose estimates.csv no longer matches its checksum: exit 4 as for plot and leaderboard
+    (the page was written without its staircase, exit 0), and ``-o`` is left as it was."""
+    run = tmp_path / "run"
+    assert main(["run", "--task", "gaussian", "--estimator", "smile", "--steps", "20", "--hidden", "16", "--layers",
+                 "1", "--quiet", "--no-plot", "--out", str(run)]) == 0      # no figures: the report draws them
+    assert main(["report", str(run), "-o", str(tmp_path / "site"), "--no-figures"]) == 0
+    before = (tmp_path / "site" / "index.html").read_bytes()
+    est = run / "estimates.csv"
+    est.write_bytes(est.read_bytes()[: len(est.read_bytes()) // 2])
+    capsys.readouterr()
+    for site in (tmp_path / "site", tmp_path / "new"):
+        assert main(["report", str(run), "-o", str(site)]) == 4
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "does not match the checksum" in err[0]
+    assert (tmp_path / "site" / "index.html").read_bytes() == before and not (tmp_path / "new").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".mibench-report-")]
