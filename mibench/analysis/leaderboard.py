@@ -116,12 +116,17 @@ def aggregate(runs, keep_row=None):
         row["mi_stderr"] = float(np.nanmean(ses)) if np.isfinite(ses).any() else float("nan")
         rows.append(row)
     board = pd.DataFrame(rows)
-    # rank within a setup by MSE averaged over levels
+    # rank within a setup: the estimators none of whose estimates failed first, then those with failed
+    # estimates, each by MSE averaged over levels (that averages the estimates that gave a value, so an
+    # estimator failing on its hardest seeds would otherwise rank above one that answered them all)
     board["rank_score"] = np.inf
     board["rank"] = 0
     for _, g in board.groupby(SETUP_KEY, sort=False, dropna=False):
         score = g.groupby("estimator")["mse"].apply(lambda s: float(s.mean()) if s.notna().all() else float("inf"))
-        ranks = score.rank(method="min").astype(int)
+        failed = g.groupby("estimator")["diverged_seeds"].sum() > 0
+        keys = {e: (bool(failed[e]), score[e]) for e in score.index}
+        ordered = sorted(keys.values())
+        ranks = pd.Series({e: ordered.index(k) + 1 for e, k in keys.items()})     # ties share the lower rank
         board.loc[g.index, "rank_score"] = g["estimator"].map(score).to_numpy()
         board.loc[g.index, "rank"] = g["estimator"].map(ranks).to_numpy()
     board = board.sort_values(SETUP_KEY + ["rank", "estimator", "true_mi"], kind="mergesort").reset_index(drop=True)

@@ -65,7 +65,7 @@ def _unfinished_sweep_cells(paths) -> list[str]:
 
 
 def cmd_leaderboard(args) -> int:
-    from mibench.analysis.leaderboard import build, command_line, provenance, to_markdown, write_all
+    from mibench.analysis.leaderboard import SETUP_KEY, build, command_line, provenance, to_markdown, write_all
 
     if not args.output and (args.families or args.no_markdown):
         raise MibenchError(f"{'--families' if args.families else '--no-markdown'} needs -o/--output "
@@ -89,13 +89,16 @@ def cmd_leaderboard(args) -> int:
         paths += write_views(board, Path(args.output).parent, rows=estimate_rows(col.runs),
                              prefix="" if stem == "leaderboard" else f"{stem}_")
     print(f"{len(board)} rows from {len(col.runs)} runs -> " + ", ".join(map(str, paths)))
+    failed = board.groupby(SETUP_KEY + ["estimator"], dropna=False)["diverged_seeds"].transform("sum")
     top = board[board["rank"] == 1].drop_duplicates(["task", "task_params", "critic", "layers", "hidden",
                                                      "batch_size", "steps", "schedule"])
     for _, r in top.iterrows():
         setup = (f"sample protocol, n = {int(r['n'])}" if r["n"] else
                  f"{r['critic']} {r['layers']}x{r['hidden']}, {r['steps']} steps")
         print(f"  best on {r['task']}{' (' + r['task_params'] + ')' if r['task_params'] else ''} "
-              f"[{setup}]: {r['estimator']} (MSE averaged over levels {r['rank_score']:.3f} bits²)")
+              f"[{setup}]: {r['estimator']} (MSE averaged over levels {r['rank_score']:.3f} bits²"
+              + (f"; {int(failed[r.name])} failed estimate(s): every estimator here has some" if failed[r.name] else "")
+              + ")")
     return EXIT_OK
 
 

@@ -111,6 +111,24 @@ def test_a_seed_counts_once_whatever_runs_hold_it(sweep_dir):
     assert dim2.loc[("infonce", 2.0), "n_seeds"] == 1
 
 
+def test_an_estimator_with_failed_estimates_ranks_after_those_without(tmp_path, capsys):
+    """'flaky' fails on seed 1 and is exact on seed 0; 'steady' answers both with an error: flaky's
+    MSE over the seed that gave a value is 0, and it ranked first (the 'best on' line named it)."""
+    for seed in (0, 1):
+        rows = [{"estimator": "steady", "true_mi": 2.0, "bias": 0.5, "variance": 0.0, "mse": 0.25}]
+        rows.append({"estimator": "flaky", "true_mi": 2.0, "bias": 0.0, "variance": 0.0, "mse": 0.0}
+                    if seed == 0 else {"estimator": "flaky", "true_mi": 2.0, "bias": float("nan"),
+                                       "variance": float("nan"), "mse": float("nan")})
+        write_fake_run(tmp_path / "runs" / f"s{seed}", rows, seed=seed, levels=(2.0,),
+                       diverged={"flaky": 10} if seed == 1 else None)
+    board, _ = build([tmp_path / "runs"])
+    ranks = dict(zip(board["estimator"], board["rank"]))
+    scores = dict(zip(board["estimator"], board["rank_score"]))
+    assert ranks == {"steady": 1, "flaky": 2} and scores["flaky"] < scores["steady"]
+    assert main(["leaderboard", str(tmp_path / "runs"), "-o", str(tmp_path / "lb.csv")]) == 0
+    assert "]: steady (MSE" in capsys.readouterr().out
+
+
 def test_sample_runs_of_one_setup_with_other_seeds_are_pooled(tmp_path):
     """Two sample-protocol runs, seeds 0,1 and 2,3: one row of four seeds (the second run was skipped
     as 'the same setup and seed'), its variance over the four estimates together."""
