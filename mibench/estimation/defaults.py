@@ -3,6 +3,7 @@ from __future__ import annotations
 
 BLOCK = 32            # training batches are scored in BLOCK x BLOCK pairs
 MIN_STEPS = 500
+TEST_FRACTION = 0.2   # the share of the pairs a critic or generative estimator holds out for its readout
 
 
 def default_settings(n_train: int, dim_x: int, dim_y: int, reduced_dims: tuple[int, int] | None = None) -> dict:

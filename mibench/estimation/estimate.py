@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from mibench.errors import MibenchError
+from mibench.estimation.defaults import TEST_FRACTION
 from mibench.estimation.result import EstimateResult
 from mibench.estimation.settings import EstimateSettings, SizedTraining, TrainingOptions
 
@@ -85,7 +86,7 @@ class DependenceWarning(UserWarning):
 
 def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int | None = None,
              batch_size: int | None = None, lr: float | None = None, hidden: int | None = None,
-             layers: int | None = None, embed: int = 32, test_fraction: float = 0.2,
+             layers: int | None = None, embed: int = 32, test_fraction: float | None = None,
              preprocess: str = "auto", gaussian_critic: bool | None = None, device: str = "auto",
              seed: int = 0, units: str = "bits", progress: bool = False,
              eval_every: int | None = None, patience: int | None = None, min_steps: int | None = None,
@@ -109,8 +110,8 @@ def estimate(x, y, estimator: str = "infonce", critic: str = "joint", steps: int
         A trained sample estimator takes those of its typed settings that have these names (``steps``,
         ``batch_size``, ``lr``, ``hidden``, ``layers``, ``eval_every``); others are a one-line error.
     embed : the separable critic's embedding size.
-    test_fraction : share of the pairs held out for the readout (0: report the training tail,
-        status ``train_only``).
+    test_fraction : share of the pairs held out for the readout (default 0.2; 0: report the training tail,
+        status ``train_only``); critic and generative estimators only (the others read every pair).
     preprocess : ``"auto"`` (default: normal scores and z-scores, the better held-out critic),
         ``"normal-scores"``, ``"zscore"`` or ``"none"`` (docs/estimators.md, "Procedure").
     gaussian_critic : start from the Gaussian critic (True), never (False), or by the size rule (None).
@@ -170,7 +171,8 @@ def _check_switches(*, threads, reduce, gaussian_critic, progress, test_fraction
             raise MibenchError(f"{name} must be True, False or None, got {value!r}")
     if not isinstance(progress, (bool, np.bool_)):
         raise MibenchError(f"progress must be True or False, got {progress!r}")
-    if isinstance(test_fraction, (bool, np.bool_)) or not isinstance(test_fraction, numbers.Real):
+    if test_fraction is not None and (isinstance(test_fraction, (bool, np.bool_))
+                                      or not isinstance(test_fraction, numbers.Real)):
         raise MibenchError(f"test_fraction must be a number in [0, 1), got {test_fraction!r}")
 
 
@@ -194,6 +196,10 @@ def _estimate(x, y, settings: EstimateSettings, t_start: float) -> EstimateResul
     resolve_device(settings.device)          # an unavailable device: the same one line for every kind
     obj = entry.obj()
     kind = kind_of(obj)
+    fraction = settings.test_fraction
+    if fraction is not None and kind not in (CRITIC, GENERATIVE):
+        raise MibenchError(f"estimator {entry.name!r} reads every pair: test_fraction does not apply to it")
+    settings = replace(settings, test_fraction=TEST_FRACTION if fraction is None else fraction)
     base = {"units": settings.units, "estimator": entry.name, "critic": settings.critic if kind == CRITIC else "",
             "curve": np.zeros(0), "train_estimate": float("nan"), "n_train": xa.shape[0], "n_test": 0,
             "diverged_at": None}
@@ -225,7 +231,7 @@ def _checked_inputs(x, y, settings: EstimateSettings):
     check_same_rows(x=xa, y=ya)
     if settings.preprocess not in PREPROCESS:
         raise MibenchError(f"preprocess must be one of {', '.join(PREPROCESS)}, got {settings.preprocess!r}")
-    if not 0 <= settings.test_fraction < 1:
+    if settings.test_fraction is not None and not 0 <= settings.test_fraction < 1:
         raise MibenchError(f"test_fraction must be in [0, 1), got {settings.test_fraction}")
     return xa, ya, ESTIMATORS.get(settings.estimator)
 

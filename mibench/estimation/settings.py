@@ -71,7 +71,7 @@ class EstimateSettings:
     critic : critic of a critic-bound estimator.
     training : the training options (:class:`TrainingOptions`).
     embed : the separable critic's embedding size.
-    test_fraction : share of the pairs held out for the readout.
+    test_fraction : share of the pairs held out for the readout (None: the default, where it applies).
     preprocess : ``"auto"``, ``"normal-scores"``, ``"zscore"`` or ``"none"``.
     gaussian_critic : start from the Gaussian critic (True), never (False), or by the size rule (None).
     reduce : project onto the leading canonical directions (True), never (False), or by dimension (None).
@@ -88,7 +88,7 @@ class EstimateSettings:
     critic: str
     training: TrainingOptions
     embed: int
-    test_fraction: float
+    test_fraction: float | None
     preprocess: str
     gaussian_critic: bool | None
     reduce: bool | None

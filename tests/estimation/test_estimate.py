@@ -42,6 +42,15 @@ def test_input_validation(x, y, kw, match):
         mibench.estimate(x, y, steps=5, **kw)
 
 
+def test_a_held_out_share_is_refused_where_nothing_is_held_out():
+    """ksg reads every pair: test_fraction=0.5 was ignored (n_test 0 in the result) while steps= was refused."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((200, 2))
+    assert mibench.estimate(x, x + rng.standard_normal((200, 2)), estimator="ksg").n_test == 0
+    with pytest.raises(MibenchError, match="'ksg' reads every pair: test_fraction does not apply"):
+        mibench.estimate(x, x, estimator="ksg", test_fraction=0.5)
+
+
 # ---------------------------------------------------------------------------------------------
 # issue 13: held-out early stopping, status, no negative MI, uncertainty, data-sized defaults
 # ---------------------------------------------------------------------------------------------

@@ -168,7 +168,7 @@ def test_a_column_scaled_by_1e200_or_1e_200_reads_like_the_unscaled_one(name):
 @pytest.mark.parametrize("option", [{"lr": "fast"}, {"steps": 2.5}, {"batch_size": True}, {"noise": "a lot"},
                                     {"reduce": "False"}, {"gaussian_critic": "false"}, {"gaussian_critic": 2},
                                     {"progress": "no"}, {"threads": 1.5}, {"threads": "a"}, {"test_fraction": "0.2"},
-                                    {"test_fraction": None}])
+                                    {"test_fraction": [0.2]}])
 def test_a_training_option_of_the_wrong_type_is_one_line(option):
     x, y = independent(300, 1, 1)
     with pytest.raises(MibenchError) as err:                           # was a TypeError traceback
