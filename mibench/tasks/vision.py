@@ -35,6 +35,7 @@ from mibench.data.sources import shown_path
 from mibench.errors import MibenchError
 from mibench.tasks.pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
 from mibench.tasks.registry import TASKS
+from mibench.utils.checks import check_positive_int
 
 PATCH = 28
 DEFAULT_SIDE = 64   # paper §5.5 / the authors' default dr = 4096 at ds = 10
@@ -113,8 +114,8 @@ def check_params(ds=None, layout=None, side: int = DEFAULT_SIDE, nuisance: float
     parse_layout(ds, layout)
     check_side(side)
     check_nuisance(nuisance)
-    if n_per_class is not None and int(n_per_class) < 2:
-        raise MibenchError(f"n_per_class must be >= 2, got {n_per_class}")
+    if n_per_class is not None:
+        check_positive_int(n_per_class, "n_per_class", 2)
 
 
 def _subset_per_class(labels: np.ndarray, n_per_class, seed: int = 0) -> np.ndarray:

@@ -161,6 +161,7 @@ def test_a_dry_run_checks_the_execution_flags(tmp_path, capsys, flag):
     ("vision", "side=3", "task 'vision': side must be an integer in [8, 1024]"),
     ("vision", "ds=0", "task 'vision': ds must be an integer in [1, 4096]"),
     ("text", "n_per_class=1", "task 'text': n_per_class must be an integer >= 2"),
+    ("vision", "n_per_class=abc", "task 'vision': n_per_class must be an integer"),
     ("mixed", "nuisance=2", "task 'mixed': nuisance (eta) must be in [0, 1]"),
 ])
 def test_a_dry_run_checks_the_task_parameters_values(tmp_path, capsys, task, setting, msg):
