@@ -159,7 +159,8 @@ def posterior_mi(y: np.ndarray, z, *, discrete_y: bool) -> float:
 # neural:<estimator>[:<critic>] -> mibench.estimate
 # ---------------------------------------------------------------------------------------------
 
-def neural_mi(y: np.ndarray, z, *, discrete_y: bool, estimator: str, critic: str = "joint", **settings) -> float:
+def neural_mi(y: np.ndarray, z, *, discrete_y: bool, estimator: str, critic: str = "joint", trains: bool = True,
+              **settings) -> float:
     try:
         from mibench.estimation import estimate  # lazily: the estimator stack is heavy
     except ModuleNotFoundError as exc:
@@ -169,19 +170,26 @@ def neural_mi(y: np.ndarray, z, *, discrete_y: bool, estimator: str, critic: str
         raise
     opts = {**NEURAL_DEFAULTS, **settings}
     yy = one_hot(row_labels(y)) if discrete_y else y
-    result = estimate(
-        yy.astype(np.float32), _samples(z).astype(np.float32), estimator=estimator, critic=critic,
-        steps=opts["steps"], batch_size=opts["batch_size"], seed=opts["seed"], units="nats",
-    )
+    training = {"steps": opts["steps"], "batch_size": opts["batch_size"]} if trains else {}   # black-box: none
+    result = estimate(yy.astype(np.float32), _samples(z).astype(np.float32), estimator=estimator, critic=critic,
+                      seed=opts["seed"], units="nats", **training)
     return float(result.mi)
 
 
 def neural_backend(estimator: str, critic: str = "joint", **settings) -> MIBackend:
-    """A ``neural:<estimator>:<critic>`` back-end with explicit training settings."""
+    """A ``neural:<estimator>:<critic>`` back-end with explicit training settings; an unknown estimator or
+    critic is refused here, before any sample is drawn, and a black-box estimator gets no training settings."""
+    from mibench.critics import CRITICS
+    from mibench.estimators import ESTIMATORS
+    from mibench.estimators.kinds import BLACK_BOX, kind_of
+
+    entry = ESTIMATORS.get(estimator)
+    CRITICS.get(critic)
+    trains = kind_of(entry.obj()) != BLACK_BOX
     name = f"neural:{estimator}" + (f":{critic}" if critic != "joint" else "")
 
     def fn(y, z, *, discrete_y):
-        return neural_mi(y, z, discrete_y=discrete_y, estimator=estimator, critic=critic, **settings)
+        return neural_mi(y, z, discrete_y=discrete_y, estimator=estimator, critic=critic, trains=trains, **settings)
 
     return MIBackend(name, f"mibench.estimate with estimator {estimator!r}, critic {critic!r}", fn)
 

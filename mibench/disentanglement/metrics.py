@@ -34,7 +34,7 @@ import numpy as np
 from mibench.disentanglement.backends import MIBackend, get_backend
 from mibench.disentanglement.posterior import GaussianPosterior
 from mibench.errors import MibenchError
-from mibench.estimators.classical import discrete_entropy
+from mibench.estimators.classical import discrete_entropy, row_labels
 from mibench.utils.checks import as_2d, check_same_rows, resolve_discrete
 
 PARTS = ("pair", "rest", "full", "code_y", "code_x")
@@ -104,9 +104,10 @@ def prepare(y, z, discrete=None):
 
 
 def normalisers(y: np.ndarray, discrete: np.ndarray) -> np.ndarray:
-    """H(y_k) for discrete factors, 1 for continuous ones (see the module docstring)."""
+    """H(y_k) for discrete factors, 1 for continuous ones (see the module docstring); a constant factor,
+    discrete or continuous, is refused."""
     out = np.array([discrete_entropy(y[:, k]) if discrete[k] else 1.0 for k in range(y.shape[1])])
-    constant = np.flatnonzero(out <= 0)
+    constant = np.flatnonzero((out <= 0) | (np.ptp(y, axis=0) == 0))
     if constant.size:
         raise MibenchError(f"factor {constant[0]} is constant (H = 0): it cannot be disentangled; drop it")
     return out
@@ -151,7 +152,9 @@ def info_table(y, z, backend="ksg", *, discrete=None, parts=("pair", "rest", "fu
         raise MibenchError(f"unknown MI table parts {sorted(unknown)}; choose from {', '.join(PARTS)}")
     out = {p: table_part(y, z, be, disc, p, x=x) for p in ["pair", *[q for q in PARTS if q in parts and q != "pair"]]}
     norm = normalisers(y, disc)
-    _cap_at_entropy(out, norm, disc, be.name)
+    # I(z_l; y) for a discrete factor vector: at most the joint entropy H(y)
+    joint = discrete_entropy(row_labels(y)) if disc.all() else None
+    _cap_at_entropy(out, norm, disc, be.name, joint)
     return InfoTable(normaliser=norm, discrete=disc, backend=be.name, **out)
 
 
@@ -163,7 +166,8 @@ class EntropyCapWarning(UserWarning):
     """A back-end's I(y_k; z) exceeded H(y_k) for a discrete factor and was capped there."""
 
 
-def _cap_at_entropy(parts: dict, normaliser: np.ndarray, discrete: np.ndarray, backend: str) -> None:
+def _cap_at_entropy(parts: dict, normaliser: np.ndarray, discrete: np.ndarray, backend: str,
+                    joint: float | None = None) -> None:
     """Cap I(y_k; .) at H(y_k) for discrete factors, in place: no code can carry more about a discrete factor
     than its entropy, so a larger estimate (the Gaussian closed form on a discrete factor reads the linear
     relation of a near-copy as several nats) is the back-end's error, and left uncapped it would make a
@@ -179,9 +183,13 @@ def _cap_at_entropy(parts: dict, normaliser: np.ndarray, discrete: np.ndarray, b
             row = arr[k]
             worst = max(worst, float(np.max(row)) / normaliser[k] - 1.0)
             arr[k] = np.minimum(row, normaliser[k])
+    if joint is not None and parts.get("code_y") is not None:      # I(z_l; y) <= H(y), y all discrete
+        worst = max(worst, float(np.max(parts["code_y"])) / joint - 1.0)
+        parts["code_y"] = np.minimum(parts["code_y"], joint)
     if worst > CAP_WARN_SHARE:
-        warnings.warn(f"the {backend} back-end estimated I(y_k; z) up to {worst + 1:.2f} x H(y_k) for a discrete "
-                      "factor; capped at H(y_k) (the most any code can carry). For discrete factors prefer the "
+        warnings.warn(f"the {backend} back-end estimated the MI of a discrete factor (or of the discrete factor "
+                      f"vector) up to {worst + 1:.2f} x its entropy; capped there (the most any code can carry), "
+                      "but the scores built on these estimates are unreliable: for discrete factors prefer the "
                       "histogram or ksg back-end", EntropyCapWarning, stacklevel=3)
 
 

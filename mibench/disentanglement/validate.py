@@ -27,7 +27,7 @@ from mibench.disentanglement.backends import BackendUnsupported, get_backend
 from mibench.disentanglement.metrics import MI_METRICS, InfoTable, get_mi_metric, normalisers, table_part
 from mibench.disentanglement.toy import ATTACKS, analytic_table, check_toy_args, sample_toy
 from mibench.errors import MibenchError
-from mibench.utils.checks import check_positive_int
+from mibench.utils.checks import check_positive_int, check_seed
 
 DEFAULT_BACKENDS = ("histogram", "ksg", "gaussian", "posterior")
 DEFAULT_METRICS = ("mig", "unibound", "u_upper", "u_upper_unclipped", "r_lower", "r_upper",
@@ -127,6 +127,7 @@ def run_validation(backends=DEFAULT_BACKENDS, metrics=DEFAULT_METRICS, attacks=D
     """Every back-end × metric × attack × α on toy samples drawn with ``seed`` (the same y, z, ε for
     every α).  The un-attacked model (``attack="none"``) is evaluated once, with α = 0."""
     check_positive_int(n, "n", minimum=10)
+    check_seed(seed)
     bes = [get_backend(b) for b in backends]
     for m in metrics:
         get_mi_metric(m)

@@ -77,7 +77,8 @@ class IRevNet(Encoder):
             raise MibenchError(f"irevnet takes images (C, H, W) or vectors (D,), got shape {self.shape}")
         if any(s % 2 for s in spatial):
             raise MibenchError(f"irevnet's first invertible downsampling needs an even size, got {tuple(spatial)} "
-                               "(use an even --side)")
+                               + ("(use an even --side)" if len(spatial) == 2 else "(use an even --dim or --ds: the "
+                                  "input's size)"))
         factor = 4 if len(spatial) == 2 else 2
         channels = self.grid[0]
         self.squeezes: list[bool] = []

@@ -191,11 +191,18 @@ def _ksg_counts_brute(x: np.ndarray, z: np.ndarray, k: int) -> tuple[np.ndarray,
     return nx.numpy(), nz.numpy()
 
 
+#: the largest share of samples in single-sample classes :func:`ksg_mi_discrete` drops and still answers
+MAX_SINGLETON_SHARE = 0.05
+
+
 def ksg_mi_discrete(labels: np.ndarray, z: np.ndarray, k: int = 3, seed: int = 0) -> float:
     """Ross (2014) k-NN MI between a discrete label and a continuous vector.
 
     I = ψ(N) − <ψ(N_c)> + <ψ(k_i)> − <ψ(m_i)>: k_i = min(k, N_c − 1) neighbours within the point's
-    class give a radius d_i; m_i counts all points within d_i.  Classes with one sample are dropped.
+    class give a radius d_i; m_i counts all points within d_i.  Classes with one sample are dropped;
+    where they hold more than :data:`MAX_SINGLETON_SHARE` of the samples (a label with more classes than
+    the samples can show, such as the joint label of several factors), the estimate would be of the few
+    rows left and is refused.
     """
     rng = np.random.default_rng(seed)
     z = _jitter(z, rng)
@@ -203,6 +210,10 @@ def ksg_mi_discrete(labels: np.ndarray, z: np.ndarray, k: int = 3, seed: int = 0
     keep = np.isin(labels, classes[counts > 1])
     if keep.sum() <= k:
         raise ClassicalUnsupported("ksg: every class of the discrete factor has a single sample")
+    if keep.size - keep.sum() > MAX_SINGLETON_SHARE * keep.size:
+        raise ClassicalUnsupported(f"ksg: {keep.size - keep.sum()} of {keep.size} samples are the only one of their "
+                                   f"class ({classes.size} classes); the estimator reads classes of 2 or more: "
+                                   "more samples, or a back-end for many classes")
     labels, z = labels[keep], z[keep]
     n = labels.size
     radius = np.empty(n)

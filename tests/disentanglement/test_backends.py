@@ -175,3 +175,12 @@ def test_neural_backend_calls_mibench_estimate(monkeypatch):
     assert {"steps", "batch_size", "seed"} <= set(calls)
     neural_backend("infonce", steps=7).mi(x[:, 0], y)
     assert calls["estimator"] == "infonce" and calls["critic"] == "joint" and calls["steps"] == 7
+
+
+def test_a_neural_back_end_takes_any_estimator_and_refuses_a_black_box_ones_training_settings():
+    """neural:ksg was refused ('trains nothing: batch_size, steps do not apply') on every call."""
+    from mibench.disentanglement.backends import get_backend
+
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=(300, 1))
+    assert get_backend("neural:ksg").mi(y, y + 0.3 * rng.normal(size=(300, 1))) > 0.5

@@ -301,3 +301,70 @@ def test_a_constant_factor_is_refused_by_every_metric(metric):
     z = np.c_[y0 + 0.1 * rng.normal(size=500), rng.normal(size=500)]
     with pytest.raises(MibenchError, match="factor 1 is constant"):
         getattr(D, metric)(np.c_[y0, np.ones(500)], z)
+
+
+def test_a_constant_continuous_factor_is_refused_by_the_mi_metrics():
+    """Only a discrete factor's H = 0 was caught: a constant continuous one read as 0 and halved MIG (0.73)."""
+    rng = np.random.default_rng(0)
+    y = np.c_[rng.normal(size=400), np.full(400, 0.5)]
+    z = y + 0.1 * rng.normal(size=(400, 2))
+    with pytest.raises(MibenchError, match="factor 1 is constant"):
+        M.mig(y, z, "ksg", discrete=[False, False])
+
+
+def test_dci_reads_a_disentangled_code_of_discrete_factors_as_disentangled():
+    """The classifier forest's default max_features='sqrt' let a split see only the unrelated code
+    dimension and credited it: D = 0.62 where the continuous case read 0.999."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, (400, 2)).astype(float)
+    z = y + 0.05 * rng.normal(size=y.shape)
+    out = dci(y, z)
+    assert out["disentanglement"] > 0.95 and out["completeness"] > 0.95, out
+
+
+@pytest.mark.parametrize("metric", [sap, ridgeway_explicitness])
+def test_a_class_missing_from_a_half_is_one_line(metric):
+    """A rare value drawn wholly into one half: sklearn's ValueError traceback, or an AUC of NaN."""
+    rng = np.random.default_rng(0)
+    yb = np.zeros(400)
+    yb[:3] = 1
+    y = np.c_[yb, np.arange(400) % 3]
+    z = y + 0.05 * rng.normal(size=y.shape)
+    failures = 0
+    for seed in range(30):
+        try:
+            value = metric(y, z, seed=seed)
+        except MibenchError as exc:
+            assert "factor 0" in str(exc) and "single class" in str(exc)
+            failures += 1
+            continue
+        assert np.isfinite(value)
+    assert failures            # some seeds put all three rare samples in one half
+
+
+def test_ksg_refuses_a_joint_label_with_mostly_single_sample_classes():
+    """minimality_mi's I(z_l; y) takes the joint label of 5 factors x 10 values: 14 of 1000 rows were left
+    after Ross's estimator dropped the single-sample classes, and a non-minimal code read 1.0."""
+    from mibench.disentanglement import minimality_mi
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 10, (1000, 5)).astype(float)
+    z = y + 0.1 * rng.normal(size=y.shape)
+    z[:, 0] = y[:, 0] + 10 * y[:, 1]
+    with pytest.raises(MibenchError, match="samples are the only one of their class"):
+        minimality_mi(y, z, backend="ksg")
+
+
+def test_a_discrete_factor_vectors_mi_is_capped_at_its_joint_entropy():
+    """code_y (I(z_l; y), all factors discrete) was left uncapped by the Gaussian closed form."""
+    import warnings
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 4, (1000, 3)).astype(float)
+    z = y + 0.01 * rng.normal(size=y.shape)
+    joint = M.discrete_entropy(M.row_labels(y))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = M.info_table(y, z, "gaussian", parts=("pair", "code_y"))
+    assert np.all(table.code_y <= joint + 1e-12)
+    assert any(issubclass(w.category, M.EntropyCapWarning) for w in caught)

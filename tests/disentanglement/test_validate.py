@@ -81,6 +81,9 @@ def test_validate_exit_code_is_nonzero_when_a_case_fails(tmp_path, monkeypatch):
     (["--attacks", "shuffle"], "unknown attack"),
     (["--sigma", "0"], "sigma"),
     (["--n", "0"], "n must be an integer >= 10"),
+    (["--seed", "-1"], "seed must be an integer >= 0"),             # was a traceback, exit 1 ("a case failed")
+    (["--backends", "gaussian,neural:bogus"], "unknown estimator 'bogus'"),     # was: after the gaussian cases
+    (["--backends", "neural:infonce:bogus"], "unknown critic 'bogus'"),
 ])
 def test_validate_bad_arguments_are_one_line_errors(argv, msg, tmp_path, capsys):
     assert main(["validate", *argv, "--out", str(tmp_path)]) == 2

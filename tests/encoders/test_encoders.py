@@ -52,8 +52,10 @@ def test_invertible_is_seeded_and_batch_independent(name):
 
 
 def test_irevnet_needs_even_side():
-    with pytest.raises(MibenchError, match="even"):
+    with pytest.raises(MibenchError, match="use an even --side"):
         make_encoder("irevnet", (1, 15, 15))
+    with pytest.raises(MibenchError, match="use an even --dim or --ds"):    # a vector task has no --side
+        make_encoder("irevnet", (3,))
 
 
 def test_resnet_layer_shapes():
