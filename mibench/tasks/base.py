@@ -35,6 +35,14 @@ class Task(Protocol):
         """JSON-able description (ds, dr, data source, decoder accuracy, ...)."""
 
 
+def batch_count(batch_size) -> int:
+    """A task's batch size as an int: an integer >= 1 (``sample(2.5, ...)`` drew 2 rows, ``sample(0, ...)``
+    an empty batch, ``sample(-1, ...)`` raised torch's error)."""
+    from mibench.utils.checks import check_positive_int
+
+    return check_positive_int(batch_size, "batch size")
+
+
 #: task name -> the one MI level (bits) a fixed-MI task holds, filled when the task is registered
 #: (:mod:`mibench.tasks.bmi_v1`) and when it is built (:class:`mibench.tasks.catalogue.FixedMITask`), so
 #: that both protocols refuse other levels before a run starts and ``mibench run`` / ``mibench sweep``

@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 
 from mibench.errors import MibenchError
-from mibench.tasks.base import FIXED_LEVELS, check_fixed_level
+from mibench.tasks.base import FIXED_LEVELS, batch_count, check_fixed_level
 from mibench.utils.units import LN2
 
 LEE_RHEE_TASKS = ("gaussian", "vision", "text", "mixed")
@@ -122,9 +122,7 @@ class FixedMITask:
 
     def sample(self, batch_size: int, mi_bits: float, generator: torch.Generator):
         self.check_level(float(mi_bits))
-        n = int(batch_size)
-        if n < 1:
-            raise MibenchError(f"batch size must be >= 1, got {batch_size}")
+        n = batch_count(batch_size)
         x, y = self._draw(n, generator)
         return x.to(torch.float32), y.to(torch.float32)
 

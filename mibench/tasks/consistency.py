@@ -31,7 +31,7 @@ import torch
 
 from mibench.data.sources import shown_path
 from mibench.errors import MibenchError
-from mibench.tasks.base import FIXED_LEVELS, check_fixed_level
+from mibench.tasks.base import FIXED_LEVELS, batch_count, check_fixed_level
 from mibench.tasks.registry import TASKS
 
 TESTS = ("baseline", "dp", "additivity")
@@ -141,9 +141,7 @@ class SelfConsistencyTask:
 
     def sample_images(self, batch_size: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """(X, Y) as images (n, C', H, W) (module docstring)."""
-        n = int(batch_size)
-        if n < 1:
-            raise MibenchError(f"batch size must be >= 1, got {batch_size}")
+        n = batch_count(batch_size)
         x = self.images(n, generator)
         y = self.observe(x, generator)
         if self.test == "dp":

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from mibench.errors import MibenchError
-from mibench.tasks.base import check_mi_request, printed_tolerance
+from mibench.tasks.base import batch_count, check_mi_request, printed_tolerance
 from mibench.tasks.registry import TASKS
 from mibench.utils.registry import Entry
 from mibench.utils.units import LN2
@@ -167,9 +167,10 @@ class DistributionTask:
 
     def sample(self, batch_size: int, mi_bits: float, generator: torch.Generator):
         rho = self.rho(mi_bits)
-        u, v = self._gaussian_part(int(batch_size), rho, generator)
+        n = batch_count(batch_size)
+        u, v = self._gaussian_part(n, rho, generator)
         if self.kind == "mix":
-            signs = torch.randint(0, 2, (2, int(batch_size), 1), generator=generator, device=self.device) * 2.0 - 1.0
+            signs = torch.randint(0, 2, (2, n, 1), generator=generator, device=self.device) * 2.0 - 1.0
             return u + MIX_SHIFT * signs[0], v + MIX_SHIFT * signs[1]
         x, y = u @ self._at, v @ self._bt
         if self.kind == "student-t":

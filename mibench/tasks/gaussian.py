@@ -11,7 +11,7 @@ from functools import lru_cache
 import torch
 
 from mibench.errors import MibenchError
-from mibench.tasks.base import check_mi_request, gaussian_rho
+from mibench.tasks.base import batch_count, check_mi_request, gaussian_rho
 from mibench.tasks.registry import TASKS
 
 
@@ -44,7 +44,7 @@ class GaussianTask:
 
     def sample(self, batch_size: int, mi_bits: float, generator: torch.Generator):
         rho = self.rho(float(mi_bits))
-        eps = torch.randn(2, batch_size, self.dim, generator=generator, device=self.device)
+        eps = torch.randn(2, batch_count(batch_size), self.dim, generator=generator, device=self.device)
         x = eps[0]
         y = rho * x + math.sqrt(1.0 - rho * rho) * eps[1]
         if self.cubic:

@@ -34,7 +34,7 @@ import torch
 
 from mibench.data.sources import shown_path
 from mibench.errors import MibenchError
-from mibench.tasks.base import check_mi_request, invert_monotone
+from mibench.tasks.base import batch_count, check_mi_request, invert_monotone
 from mibench.tasks.catalogue import add_to_catalogue
 from mibench.tasks.pools import fit_linear_decoder
 from mibench.tasks.registry import TASKS
@@ -222,9 +222,7 @@ class LabelChannelTask:
 
     def draw_classes(self, batch_size: int, mi_bits: float, generator: torch.Generator):
         eps = self.error_probability(float(mi_bits))
-        n = int(batch_size)
-        if n < 1:
-            raise MibenchError(f"batch size must be >= 1, got {batch_size}")
+        n = batch_count(batch_size)
         cx = torch.randint(0, self.k, (n,), generator=generator, device=self.device)
         flip = torch.rand(n, generator=generator, device=self.device) < eps
         shift = torch.randint(1, self.k, (n,), generator=generator, device=self.device)

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from mibench.errors import MibenchError
-from mibench.tasks.base import check_mi_request
+from mibench.tasks.base import batch_count, check_mi_request
 from mibench.tasks.catalogue import add_to_catalogue
 from mibench.tasks.registry import TASKS
 from mibench.utils.registry import Entry
@@ -159,10 +159,8 @@ class MutinfoImageTask:
 
     def latents(self, batch_size: int, mi_bits: float, generator: torch.Generator):
         """The uniform latents (n, d) of X and Y (float64)."""
-        if int(batch_size) < 1:
-            raise MibenchError(f"batch size must be >= 1, got {batch_size}")
-        return correlated_uniform(int(batch_size), self.d, self.rho(float(mi_bits)), self._qx, self._qy, generator,
-                                  self.device)
+        return correlated_uniform(batch_count(batch_size), self.d, self.rho(float(mi_bits)), self._qx, self._qy,
+                                  generator, self.device)
 
     def render(self, latent: torch.Tensor) -> torch.Tensor:
         """(n, d) latents -> (n, side, side) float32 images."""

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from mibench.errors import MibenchError
-from mibench.tasks.base import bsc_crossover, check_mi_request
+from mibench.tasks.base import batch_count, bsc_crossover, check_mi_request
 
 DECODER_VERSION = 1
 
@@ -378,9 +378,7 @@ class BSCSources:
 
     def draw_classes(self, batch_size: int, mi_bits: float, generator: torch.Generator):
         beta = self.crossover(float(mi_bits))
-        if int(batch_size) < 1:
-            raise MibenchError(f"batch size must be >= 1, got {batch_size}")
-        u = torch.rand(2, int(batch_size), self.ds, generator=generator, device=self.device)
+        u = torch.rand(2, batch_count(batch_size), self.ds, generator=generator, device=self.device)
         cx = (u[0] < 0.5).long()
         return cx, cx ^ (u[1] < beta).long()
 

@@ -122,3 +122,15 @@ def test_streaming_harness_runs_a_distributions_task(tmp_path):
     res = run(RunConfig(task="gauss-sparse-5x5", estimators=["smile"], steps=30, batch_size=32, hidden=16,
                         layers=1, mi="0,1", device="cpu", log_every=10), out_dir=tmp_path / "r", plot=False)
     assert np.isfinite(res.estimates).all() and res.true_mi[-1] == 1.0
+
+
+@pytest.mark.parametrize("name", ["gaussian", "gauss-dense-3x2", "student-t-dof3-2x2", "mix-2x2"])
+@pytest.mark.parametrize("batch", [0, -1, 2.5])
+def test_a_batch_size_that_is_not_a_positive_integer_is_one_line(name, batch):
+    """These tasks gave torch's 'negative dimension' error for -1, an empty batch for 0 and 2 rows for 2.5,
+    where the image, text and catalogue tasks refused them."""
+    task = make_task(name)
+    with pytest.raises(MibenchError, match="batch size must be an integer"):
+        task.sample(batch, 0.5, torch.Generator().manual_seed(0))
+    x, y = task.sample(8.0, 0.5, torch.Generator().manual_seed(0))
+    assert x.shape[0] == y.shape[0] == 8
