@@ -41,18 +41,22 @@ def plot_results(target, out_dir=None, max_bar_plots: int = 24) -> list[Path]:
     nuis = {str(r.path): (r.config.get("task_info") or {}).get("nuisance") for r in col.runs}
     df["nuisance"] = df["run_dir"].map(nuis)
     n_bars = n_stairs = 0
+    named = ("task", "task_params", "critic", "layers", "hidden", "batch_size", "steps", "schedule")
+    # a setup field the name and title above leave out, where it varies here: in both, so setups that
+    # differ only in it (lr, n, precision, the protocol, ...) never write one figure over another
+    extra = [k for k in SETUP_KEY if k not in named and df[k].astype(str).nunique() > 1]
     for key, g in df.groupby(SETUP_KEY, sort=True, dropna=False):
         s = dict(zip(SETUP_KEY, key))
+        protocol = get_protocol(s["protocol"])
         label = f"{s['task']}" + (f" ({s['task_params']})" if s["task_params"] else "") + \
-                f" · {s['critic']} {s['layers']}×{s['hidden']} · batch {s['batch_size']} · {s['steps']} steps"
+                f" · {protocol.setup_description(s)}" + "".join(f" · {k} {s[k]}" for k in extra if k != "n")
         slug = file_slug(f"{s['task']}_{s['task_params']}_{s['critic']}-d{s['layers']}w{s['hidden']}_b{s['batch_size']}"
-                     f"_n{s['steps']}_mi{s['schedule']}")
+                         f"_n{s['steps']}_mi{s['schedule']}" + "".join(f"_{k}{s[k]}" for k in extra))
         if n_bars < max_bar_plots:
             path = out / f"metrics_{slug}.png"
             plot_metric_bars(g, path, title=label)
             written.append(path)
             n_bars += 1
-        protocol = get_protocol(s["protocol"])
         for seed, runs in g.groupby("seed", sort=True):
             if n_stairs >= max_bar_plots:
                 break
@@ -61,7 +65,8 @@ def plot_results(target, out_dir=None, max_bar_plots: int = 24) -> list[Path]:
             if path is not None:
                 written.append(path)
                 n_stairs += 1
-    for task, g in df.groupby("task", sort=True):
+    several = df["protocol"].nunique() > 1
+    for (task, proto), g in df.groupby(["task", "protocol"], sort=True):     # a sample run has no batch-size axis
         for axis in sweep_axes(g):
             others = [a for a in sweep_axes(g) if a != axis and not (axis == "ds" and a == "dr")]
             style = None
@@ -69,7 +74,7 @@ def plot_results(target, out_dir=None, max_bar_plots: int = 24) -> list[Path]:
                 g = g.assign(setup=g[others].astype(str).agg(" ".join, axis=1)) if len(others) > 1 else \
                     g.assign(setup=g[others[0]].astype(str))
                 style = "setup"
-            path = out / f"sweep_{axis}_{file_slug(task)}.png"
+            path = out / f"sweep_{axis}_{file_slug(task)}{'_' + proto if several else ''}.png"
             plot_sweep(g, axis, path, title=f"{task}: estimation error vs {SWEEP_AXES[axis]}",
                        style=style if axis != "critic" else None)
             written.append(path)

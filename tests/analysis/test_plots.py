@@ -72,6 +72,18 @@ def test_plot_command_on_a_sweep(ds_sweep, capsys):
     assert main(["plot", str(ds_sweep / "missing")]) == 2
 
 
+def test_setups_differing_in_a_field_outside_the_name_get_their_own_figures(tmp_path, capsys):
+    """Two sample runs differing only in n (and lr, precision, ... for streamed ones) wrote one file name
+    twice: the first setup's figure was lost, and the title showed 'joint 0x0 · batch 0 · 0 steps'."""
+    for n in (200, 300):
+        assert main(["run", "--task", "gaussian", "--dim", "2", "--estimator", "gaussian", "--mi", "2", "--n", str(n),
+                     "--seeds", "0", "--timeout", "0", "--quiet", "--no-plot", "--out", str(tmp_path / f"n{n}")]) == 0
+    capsys.readouterr()
+    assert main(["plot", str(tmp_path), "-o", str(tmp_path / "figs")]) == 0
+    metrics = sorted(p.name for p in (tmp_path / "figs").glob("metrics_*.png"))
+    assert len(metrics) == 2 and metrics[0].endswith("_n200.png") and metrics[1].endswith("_n300.png"), metrics
+
+
 def test_plot_command_on_a_real_run(tmp_path):
     from mibench.protocols.stream.run import RunConfig, run
 
