@@ -450,3 +450,18 @@ def test_a_cli_sample_run_without_seeds_is_one_seed_and_says_so(tmp_path, capsys
     assert "seeds 0 ·" in table
     row = next(line for line in table.splitlines() if line.startswith("gaussian"))
     assert row.split()[5] == "–", row                              # estimator kind true mean bias var
+
+
+def test_run_n_takes_the_staircase_when_asked_and_four_bits_when_left_out(tmp_path):
+    """`run --n 200 --mi stepwise` ran 4 bits only (the config said 4.0), where a sweep's sample cell
+    takes the staircase's five levels."""
+    import pandas as pd
+
+    from mibench.cli import main
+
+    base = ["run", "--task", "gaussian", "--dim", "2", "--estimator", "gaussian", "--n", "2000", "--seeds", "0",
+            "--timeout", "0", "--quiet", "--no-plot"]
+    assert main([*base, "--mi", "stepwise", "--out", str(tmp_path / "asked")]) == 0
+    assert main([*base, "--out", str(tmp_path / "default")]) == 0
+    levels = {d: sorted(pd.read_csv(tmp_path / d / "summary.csv")["true_mi"]) for d in ("asked", "default")}
+    assert levels == {"asked": [2.0, 4.0, 6.0, 8.0, 10.0], "default": [4.0]}

@@ -39,7 +39,10 @@ class SampleProtocol(SampleRecords, SampleCells, RunProtocol):
             raise MibenchError(f"--{stream_only[0].replace('_', '-')} belongs to the streaming protocol; a sample run "
                                "(--n) has no training stream")
         kwargs = {k: getattr(args, k) for k in ("steps", "batch_size", "lr", "hidden", "layers", "embed") if k in given}
-        mi = args.mi if str(args.mi).strip().lower() not in ("stepwise", "staircase") else "4"
+        # left out, a sample run takes one level (4 bits: one dataset per seed, not five); asked for, the
+        # staircase's levels, as a sweep's sample cells take them
+        stepwise = str(args.mi).strip().lower() in ("stepwise", "staircase")
+        mi = "4" if stepwise and "mi" not in given else args.mi
         timeout = DEFAULT_TIMEOUT if args.timeout is None else (None if args.timeout == 0 else args.timeout)
         return SampleConfig(task=args.task, task_params=task_params, estimators=args.estimators, critic=args.critic,
                             mi=mi, n=args.n, seeds=args.seeds if args.seeds is not None else [args.seed],

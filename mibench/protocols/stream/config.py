@@ -33,7 +33,8 @@ class StreamConfig:
     embed: int = param(32, check=int, axis="embed", help="separable critic embedding size")
     batch_size: int = param(64, check=int, axis="batch_size", help="batch size K")
     lr: float = param(5e-4, check=float, axis="lr", help="Adam learning rate")
-    mi: object = param("stepwise", axis="mi", help="'stepwise' (2,4,6,8,10 bits), a number of bits, or a comma list")
+    mi: object = param("stepwise", axis="mi", help="'stepwise' (2,4,6,8,10 bits), a number of bits, or a comma "
+                                                    "list; a sample run (--n) left without it takes 4 bits")
     steps: int = param(20_000, check=int, axis="steps", help="training steps")
     burn_in: int = param(0, check=int, axis="burn_in",
                          help="steps skipped at the start of each MI level in the metrics")
