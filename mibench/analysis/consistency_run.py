@@ -271,8 +271,11 @@ def exact_estimates(spec) -> list[dict]:
 
 def _start(spec: ConsistencySpec, out: Path, command: str, overwrite: bool) -> dict:
     """consistency.json of ``out`` with this invocation added; refuses other settings (one line)."""
+    from mibench.records import CONFIG, MANIFEST
     from mibench.records.io import read_json, write_json
 
+    if (out / CONFIG).is_file() or (out / MANIFEST).is_file():    # its --overwrite would delete these tables
+        raise MibenchError(f"{out} is a run or sweep directory: write the self-consistency tables elsewhere")
     meta_path = out / "consistency.json"
     meta = read_json(meta_path, "consistency.json") if meta_path.is_file() and not overwrite else None
     if overwrite:

@@ -158,10 +158,11 @@ def _main(argv: list[str] | None = None) -> int:
         print(f"mibench: error: cannot use{where}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as exc:
+        # a command with --resume continues with it; the others (consistency) by the same command again
+        again = "--resume continues it" if hasattr(args, "resume") else "the same command again continues it"
         if isinstance(exc, Terminated):
-            print("mibench: terminated (SIGTERM); what ran is marked interrupted (--resume continues it)",
-                  file=sys.stderr)
+            print(f"mibench: terminated (SIGTERM); what ran is marked interrupted ({again})", file=sys.stderr)
             return EXIT_TERMINATED
-        print("mibench: interrupted; what ran is marked interrupted (--resume continues it)", file=sys.stderr)
+        print(f"mibench: interrupted; what ran is marked interrupted ({again})", file=sys.stderr)
         return EXIT_INTERRUPTED
 

@@ -129,6 +129,14 @@ def test_run_writes_the_table_and_resumes(tmp_path):
     assert len(calls) == n_cells
     with pytest.raises(MibenchError, match="other settings"):
         run_consistency(ConsistencySpec(estimators=["nwj"], steps=700, **SMALL), out, progress=False, runner=counting)
+    # a run's or a sweep's directory is refused: its --overwrite would delete the tables written into it
+    for marker in ("config.json", "sweep.json"):
+        other = tmp_path / marker.split(".")[0]
+        other.mkdir()
+        (other / marker).write_text("{}")
+        with pytest.raises(MibenchError, match="is a run or sweep directory"):
+            run_consistency(spec, other, progress=False, runner=counting)
+        assert sorted(p.name for p in other.iterdir()) == [marker]
 
 
 def test_the_report_shows_the_table(tmp_path):
@@ -230,3 +238,18 @@ def test_failed_grid_points_fail_the_baseline_and_black_box_estimators_run(tmp_p
     with open(out / "consistency_estimates.csv") as f:
         rows = list(csv.DictReader(f))
     assert rows and all(r["status"] != "error" and math.isfinite(float(r["estimate"])) for r in rows)
+
+
+def test_an_interrupted_consistency_run_names_how_to_continue_it(tmp_path, capsys, monkeypatch):
+    """It said '--resume continues it', a flag consistency does not have; the same command continues it."""
+    import mibench.analysis.consistency_run as CR
+    from mibench.cli import main
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(CR, "run_consistency", interrupted)
+    assert main(["consistency", "--dataset", "gaussian", "--estimators", "infonce", "--seeds", "0", "--steps", "3",
+                 "--out", str(tmp_path / "sc"), "--quiet"]) == 130
+    assert capsys.readouterr().err.strip() == ("mibench: interrupted; what ran is marked interrupted "
+                                               "(the same command again continues it)")
