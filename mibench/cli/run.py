@@ -281,11 +281,11 @@ def _check_complete_files(out) -> None:
     short since is one :class:`~mibench.errors.UnreadableInput` line (exit 4), not 'complete; nothing to
     do'.  A file removed since passes, as for the leaderboard: kept runs drop the per-step log."""
     from mibench.errors import UnreadableInput
-    from mibench.records import read_config, verify_files
+    from mibench.records import read_config
+    from mibench.records.run_dir import verify_present_files
 
-    config = read_config(out)
     try:
-        verify_files(out, config, names=[n for n in config.get("files") or {} if (Path(out) / n).is_file()])
+        verify_present_files(out, read_config(out))
     except UnreadableInput as exc:
         raise UnreadableInput(f"--out {out} is not the complete run it recorded: {exc} "
                               "(pass --overwrite to run it again)") from None

@@ -167,11 +167,18 @@ def cmd_sweep(args) -> int:
     Execution(backend=args.backend or None, workers=args.workers, threads=args.threads,
               address=args.address).resolve(spec.execution)
     if args.dry_run:
-        p = plan(spec, out)
+        # what the run would say of --out (a run directory, another sweep, --resume needed), said now
+        from mibench.records import claim
+        from mibench.sweep.plan import Plan
+
+        claim(out, [c.config for c in spec.cells()], resume=args.resume, overwrite=args.overwrite, kind="sweep",
+              check_only=True)
+        p = Plan(spec.cells(), spec.cells(), [], []) if args.overwrite else plan(spec, out)
         state = {**{c.name: "todo  " for c in p.todo}, **{c.name: "resume" for c in p.resume},
-                 **{c.name: "done  " for c in p.done}}
+                 **{c.name: "done  " for c in p.done}, **{name: "redo  " for name in p.damaged}}
         for c in p.cells:
-            print(f"{state[c.name]} {c.name}  [{c.protocol.describe_cell(c.config)}]")
+            print(f"{state[c.name]} {c.name}  [{c.protocol.describe_cell(c.config)}]"
+                  + (f"  ({p.damaged[c.name]})" if c.name in p.damaged else ""))
         print(f"{len(p.cells)} cells ({len(p.done)} complete, {len(p.resume)} to resume, {len(p.todo)} to run) "
               f"-> {out}")
         return EXIT_OK

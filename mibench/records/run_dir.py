@@ -220,6 +220,12 @@ def recorded_file(run_dir, config: dict, name: str) -> Path:
     return Path(run_dir) / name
 
 
+def verify_present_files(run_dir, config: dict) -> None:
+    """:func:`verify_files` for the recorded files still there: one edited or cut short since is one
+    :class:`UnreadableInput` line; one removed since passes (kept runs drop the per-step log)."""
+    verify_files(run_dir, config, names=[n for n in config.get("files") or {} if (Path(run_dir) / n).is_file()])
+
+
 def is_complete(run_dir) -> bool:
     """config.json says ``complete`` and summary.csv is there (nothing is verified)."""
     try:
@@ -255,7 +261,8 @@ def sweep_cells(cell_configs) -> set[str]:
     return {fingerprint(c) for c in cell_configs}
 
 
-def claim(out, config, *, resume: bool = False, overwrite: bool = False, kind: str = "run") -> Claim:
+def claim(out, config, *, resume: bool = False, overwrite: bool = False, kind: str = "run",
+          check_only: bool = False) -> Claim:
     """Decide what ``--out DIR`` means for a run (``kind="run"``, ``config`` its resolved config) or
     a sweep (``kind="sweep"``, ``config`` the list of its cells' configs), and prepare the directory.
 
@@ -268,6 +275,8 @@ def claim(out, config, *, resume: bool = False, overwrite: bool = False, kind: s
     * ``overwrite``: an existing run (or sweep) directory is removed first and it starts anew.
     * DIR is a file, holds something that is not a mibench run (or sweep), cannot be created or
       written, or is a run being written by a live process: refused in one line.
+
+    ``check_only`` (a dry run): the same decisions and refusals, with nothing created or removed.
     """
     path = Path(out)
     marker, other = (MANIFEST, CONFIG) if kind == "sweep" else (CONFIG, MANIFEST)
@@ -283,7 +292,8 @@ def claim(out, config, *, resume: bool = False, overwrite: bool = False, kind: s
         recorded = _recorded(path, kind, overwrite)     # None: damaged, and --overwrite replaces it
         same, diff, status = _compare(path, kind, recorded, config) if recorded is not None else (False, [], "")
         if overwrite:
-            shutil.rmtree(path)
+            if not check_only:
+                shutil.rmtree(path)
         elif not same:
             differ = f" ({', '.join(diff)} differ)" if diff else ""
             raise MibenchError(f"--out {path} holds a different {kind}{differ}; choose another --out or pass "
@@ -292,8 +302,11 @@ def claim(out, config, *, resume: bool = False, overwrite: bool = False, kind: s
             raise MibenchError(f"--out {path} already holds this {kind} ({status}); pass --resume to continue "
                                "it or --overwrite to start it again")
         else:
-            _writable(path)
+            if not check_only:
+                _writable(path)
             return Claim("complete" if status == "complete" else "resume", path, status)
+    if check_only:
+        return Claim("new", path)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError:

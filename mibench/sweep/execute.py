@@ -299,6 +299,8 @@ def run_sweep(spec: SweepSpec, out_dir, execution: Execution | None = None, *, r
         meta = {"command": command, "preset": preset, "backend": ex.backend, "address": ex.address,
                 "workers": ex.workers, "threads_per_worker": ex.threads, "threads_rule": ex.threads_rule,
                 "mibench": _version()}
+        for name, why in p.damaged.items():
+            log(f"cell {name} is redone: {why}")
         progress = _start_manifest(spec, out_dir, cells, p, meta, log)
         log(f"sweep {spec.name}: {len(cells)} cells, {len(p.done)} already complete, {len(p.resume)} to resume, "
             f"{len(p.todo)} to run -> {out_dir} ({ex.backend}"

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mibench.errors import MibenchError
@@ -15,6 +15,7 @@ class Plan:
     todo: list             # cells to run (new, or redone after a failure)
     resume: list           # cells to continue (interrupted or killed with the same config)
     done: list             # complete cells
+    damaged: dict = field(default_factory=dict)   # cell name -> why: complete, but a recorded file changed since
 
     @property
     def to_run(self) -> list:
@@ -32,10 +33,11 @@ def plan(spec: SweepSpec, out_dir) -> Plan:
     (not started, or failed: redone from the start)."""
     from mibench.errors import UnreadableInput
     from mibench.records import config_diff, is_complete, read_config, run_status
+    from mibench.records.run_dir import verify_present_files
 
     out_dir = Path(out_dir)
     cells = spec.cells()
-    todo, resume, done = [], [], []
+    todo, resume, done, damaged = [], [], [], {}
     for c in cells:
         d = out_dir / c.name
         if not (d / "config.json").is_file():
@@ -55,12 +57,18 @@ def plan(spec: SweepSpec, out_dir) -> Plan:
             stale = _text_encoder_changed(recorded, c.config)
             if stale:
                 raise MibenchError(f"cell {c.name} in {out_dir} {stale}, or use a new --out directory or --overwrite")
+            try:
+                verify_present_files(d, recorded)
+            except UnreadableInput as exc:      # a file edited or cut short since: redone, not counted as done
+                damaged[c.name] = str(exc)
+                todo.append(c)
+                continue
             done.append(c)
         elif same and run_status(recorded) in ("interrupted", "stale"):
             resume.append(c)
         else:
             todo.append(c)
-    return Plan(cells, todo, resume, done)
+    return Plan(cells, todo, resume, done, damaged)
 
 
 def same_cell(recorded: dict, config: dict) -> bool:

@@ -15,7 +15,7 @@ from mibench.cli import main
 from mibench.errors import MibenchError
 from mibench.estimators import resolve_estimators
 from mibench.records import is_complete, read_config
-from mibench.sweep import SweepSpec, load_spec, run_sweep
+from mibench.sweep import SweepSpec, load_spec, plan, run_sweep
 from mibench.sweep.lock import lock_path
 from mibench.sweep.lock import sweep_lock as sweep_lock_ctx
 from mibench.sweep.presets import PRESETS, load_preset
@@ -170,6 +170,39 @@ def test_a_dry_run_checks_the_task_parameters_values(tmp_path, capsys, task, set
     assert main(["sweep", "--task", task, "--set", setting, "--out", str(out), "--dry-run"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and msg in err[0] and not out.exists()
+
+
+def test_a_complete_cell_whose_file_changed_since_is_redone(tmp_path, count_runs):
+    """--resume (and --dry-run) counted a cell whose estimates.csv was cut short as done: the sweep could
+    never be repaired, and plot refused it (exit 4)."""
+    out = tmp_path / "sw"
+    spec = tiny()
+    run_sweep(spec, out, workers=1, plot=False, log=lambda s: None)
+    cell = out / spec.cells()[0].name
+    est = cell / "estimates.csv"
+    est.write_bytes(est.read_bytes()[:200])
+    p = plan(spec, out)
+    assert [c.name for c in p.todo] == [cell.name] and "does not match the checksum" in p.damaged[cell.name]
+    lines = []
+    run_sweep(spec, out, resume=True, workers=1, plot=False, log=lines.append)
+    assert len(count_runs) == 3 and any(f"cell {cell.name} is redone" in line for line in lines)
+    assert not plan(spec, out).damaged and is_complete(cell)
+
+
+def test_a_dry_run_says_what_the_run_would_of_out(tmp_path, capsys):
+    """--dry-run printed 'N to run' for an --out the command then refused: a run directory, a folder of
+    other files, a sweep that needs --resume."""
+    run = tmp_path / "run"
+    assert main(["run", "--task", "gaussian", "--dim", "2", "--estimator", "gaussian", "--n", "200", "--mi", "2",
+                 "--timeout", "0", "--quiet", "--no-plot", "--out", str(run)]) == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("x")
+    capsys.readouterr()
+    for out, msg in ((run, "is a run directory"), (other, "is not a mibench sweep directory")):
+        assert main(["sweep", "--task", "gaussian", "--out", str(out), "--dry-run"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and msg in err[0]
 
 
 def test_resume_skips_complete_continues_interrupted_redoes_failed(tmp_path, count_runs):
