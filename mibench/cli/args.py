@@ -84,6 +84,8 @@ def parse_set(items: list[str] | None) -> dict:
         vals = [typed(v.strip()) for v in value.split(",") if v.strip()]
         if not vals:
             raise MibenchError(f"--set {key}= needs at least one value")
+        if key in out:      # the last one silently won
+            raise MibenchError(f"--set {key} is given twice; give its values once, comma separated")
         out[key] = vals if len(vals) > 1 else vals[0]
     return out
 

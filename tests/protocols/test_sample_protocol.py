@@ -181,7 +181,8 @@ def test_cli_sample_run_plot_leaderboard_compare(tmp_path, capsys):
 
 def test_bad_sample_settings_are_one_line(capsys):
     for args in (["--n", "5"], ["--n", "100", "--timeout", "-1"], ["--n", "100", "--seeds", "a,b"],
-                 ["--n", "100", "--task", "vision", "--ds", "2", "--mi", "3"]):
+                 ["--n", "100", "--task", "vision", "--ds", "2", "--mi", "3"],
+                 ["--n", "100", "--seed", "3", "--seeds", "0,1"]):         # --seed was ignored
         assert main(["run", "--estimator", "gaussian", *args, "--quiet"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "Traceback" not in err[0], (args, err)

@@ -147,6 +147,8 @@ def test_cli_shorthand_dry_run_and_dump(tmp_path, capsys):
     assert main(["sweep"]) == 2
     assert main(["sweep", "--task", "gaussian", "--set", "dim"]) == 2
     assert "--set expects" in capsys.readouterr().err
+    assert main(["sweep", "--task", "gaussian", "--set", "dim=2", "--set", "dim=4", "--dry-run"]) == 2
+    assert "--set dim is given twice" in capsys.readouterr().err          # the last one silently won
 
 
 @pytest.mark.parametrize("flag", [["--workers", "0"], ["--workers", "-1"], ["--threads", "0"]])

@@ -38,6 +38,8 @@ class SampleProtocol(SampleRecords, SampleCells, RunProtocol):
         if stream_only:
             raise MibenchError(f"--{stream_only[0].replace('_', '-')} belongs to the streaming protocol; a sample run "
                                "(--n) has no training stream")
+        if "seed" in given and args.seeds is not None:      # --seed was ignored
+            raise MibenchError("give --seed or --seeds, not both (a sample run takes the seeds of --seeds)")
         kwargs = {k: getattr(args, k) for k in ("steps", "batch_size", "lr", "hidden", "layers", "embed") if k in given}
         # left out, a sample run takes one level (4 bits: one dataset per seed, not five); asked for, the
         # staircase's levels, as a sweep's sample cells take them
