@@ -11,11 +11,12 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
 
-from mibench.errors import MibenchError
+from mibench.errors import MibenchError, Terminated
 
 #: set in processes that are mibench's own workers (a sweep's pool, an estimate worker)
 IN_WORKER = {"value": False}
@@ -175,8 +176,15 @@ class EstimateWorker:
             return {"status": "timeout", "error": f"no estimate within --timeout {timeout:g} s (worker killed)",
                     "value_nats": float("nan"), "seconds": float(timeout), "n_parameters": 0, "kind": ""}
         except (EOFError, BrokenPipeError, ConnectionResetError, OSError) as exc:
+            if self.proc is not None:
+                self.proc.join(1.0)         # its exit code, if it is going
             code = self.proc.exitcode if self.proc is not None else None
             self.stop(kill=True)
+            if code in (-signal.SIGTERM, -signal.SIGINT):
+                # the stop signal reached the worker too (a process group's: timeout, kill -- -PGID, a
+                # scheduler): the run is interrupted, not the estimate failed, which --resume would keep
+                check_stop()
+                raise Terminated("SIGTERM") if code == -signal.SIGTERM else KeyboardInterrupt
             return {"status": "crashed", "error": f"estimate worker died ({type(exc).__name__}, exit code {code})",
                     "value_nats": float("nan"), "seconds": float("nan"), "n_parameters": 0, "kind": ""}
 

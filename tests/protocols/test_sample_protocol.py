@@ -466,3 +466,40 @@ def test_run_n_takes_the_staircase_when_asked_and_four_bits_when_left_out(tmp_pa
     assert main([*base, "--out", str(tmp_path / "default")]) == 0
     levels = {d: sorted(pd.read_csv(tmp_path / d / "summary.csv")["true_mi"]) for d in ("asked", "default")}
     assert levels == {"asked": [2.0, 4.0, 6.0, 8.0, 10.0], "default": [4.0]}
+
+
+def test_a_stop_signal_to_the_process_group_interrupts_the_run_and_records_no_failure(tmp_path):
+    """timeout / kill -- -PGID / a scheduler signal the worker too: the estimate in flight was recorded
+    'crashed (exit code -15)', and --resume kept that failed seed for good."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "slowest.py").write_text(
+        "import time\nimport numpy as np\n\n\ndef est(x, y, seed=0):\n    if seed >= 1:\n        time.sleep(120)\n"
+        "    c = np.corrcoef(x[:, 0], y[:, 0])[0, 1]\n    return -0.5 * np.log(1 - c ** 2)\n")
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.Popen([sys.executable, "-m", "mibench.cli", "run", "--task", "gaussian", "--dim", "1",
+                          "--estimator", "slowest:est", "--n", "300", "--mi", "1", "--seeds", "0,1", "--quiet",
+                          "--out", str(out)], env=env, start_new_session=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and p.poll() is None:
+            est = out / "sample_estimates.csv"
+            if est.is_file() and len(est.read_text().splitlines()) >= 2:      # seed 0 done, seed 1 running
+                break
+            time.sleep(0.2)
+        time.sleep(1.0)
+        os.killpg(p.pid, signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 143, err
+    rows = (out / "sample_estimates.csv").read_text().splitlines()
+    assert len(rows) == 2 and "crashed" not in "".join(rows), rows
+    assert json.loads((out / "config.json").read_text())["status"] == "interrupted"
