@@ -33,7 +33,7 @@ import numpy as np
 
 from mibench.errors import MibenchError
 from mibench.estimation.defaults import TEST_FRACTION
-from mibench.estimation.result import EstimateResult
+from mibench.estimation.result import EstimateResult, own_n_parameters, own_status
 from mibench.estimation.settings import EstimateSettings, SizedTraining, TrainingOptions
 
 #: the fewest pairs a trained estimator (critic bound or generative) takes: it holds some out to read and
@@ -314,8 +314,7 @@ def _sample_estimate(obj, xa, ya, settings: EstimateSettings, base: dict, t_star
         raise MibenchError(f"estimator {base['estimator']!r} returned {raw}")
     from mibench.estimation.plausibility import implausible, pairs_read, stderr_of
 
-    status = getattr(obj, "status", None)
-    status = status if isinstance(status, str) and status else "not_assessed"
+    status = own_status(obj)
     used = {"kind": getattr(obj, "kind", ""), "info": str(getattr(obj, "last_info", "") or ""),
             "device": str(device), "parameters": parameters_of(obj)}
     mi = max(raw, 0.0)
@@ -332,7 +331,7 @@ def _sample_estimate(obj, xa, ya, settings: EstimateSettings, base: dict, t_star
     used.update({k: v for k, v in last.items() if k in shown or k.startswith(("best_step", "path_"))})
     split = {k: int(last[k]) for k in ("n_train", "n_test") if isinstance(last.get(k), numbers.Integral)}
     return EstimateResult(mi=mi * scale, mi_raw=raw * scale, clipped=raw < 0, status=status,
-                          seconds=time.perf_counter() - t_start, n_parameters=int(getattr(obj, "n_parameters", 0) or 0),
+                          seconds=time.perf_counter() - t_start, n_parameters=own_n_parameters(obj),
                           settings=used, mi_stderr=stderr_of(obj) * scale, **{**base, **split})
 
 

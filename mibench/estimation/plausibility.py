@@ -43,8 +43,8 @@ def implausible(value_nats: float, pairs: int, stderr_nats: float = float("nan")
     if value_nats < -(margin + offset_nats):
         below = (f"zero minus the readout's offset {offset_nats:.3g} by more than" if offset_nats
                  else "zero by more than")
-        return ("failed_fit", f"{value_nats:.4g} nats is below {below} {margin:.3g}: the fitted model reads "
-                              "the held-out pairs worse than independence")
+        return ("failed_fit", f"{value_nats:.4g} nats is below {below} {margin:.3g}: an MI cannot be negative, "
+                              "so the estimate reads its pairs worse than independence")
     if pairs >= 2 and value_nats > math.log(pairs):
         return ("above_sample_limit", f"{value_nats:.4g} nats is above log {pairs} = {math.log(pairs):.3g}, more than "
                                       f"{pairs} pairs can confirm; pass more pairs")

@@ -11,6 +11,21 @@ STATUSES = ("converged", "overfit", "still_increasing", "still_improving", "no_d
             "not_gaussian", "no_density", "noisy_readout")
 
 
+def own_status(obj) -> str:
+    """A sample estimator's own ``status`` where it is one of :data:`STATUSES`, else ``not_assessed`` (a
+    word of its own, such as 'ready', would read as a status no reader knows)."""
+    status = getattr(obj, "status", None)
+    return status if isinstance(status, str) and status in STATUSES else "not_assessed"
+
+
+def own_n_parameters(obj) -> int:
+    """A sample estimator's own ``n_parameters`` where it is a whole number >= 0, else 0 (a string such as
+    'many' raised a ValueError after the estimate was made)."""
+    n = getattr(obj, "n_parameters", 0)
+    ok = isinstance(n, (int, np.integer, float, np.floating)) and not isinstance(n, bool) and np.isfinite(n)
+    return int(n) if ok and n >= 0 and float(n).is_integer() else 0
+
+
 @dataclass
 class EstimateResult:
     mi: float                 # held-out estimate at the best checkpoint, >= 0 (see mi_raw), in `units`

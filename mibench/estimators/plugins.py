@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from mibench.errors import MibenchError
 from mibench.estimators.lookup import ENTRY_POINT_GROUP, entry_for, entry_points_installed, load_entry_point
-from mibench.estimators.registry import ESTIMATORS
+from mibench.estimators.registry import ALL, ESTIMATORS
 
 #: estimators added by register_estimator in this process: name -> (description, obj)
 _REGISTERED: dict[str, tuple[str, object]] = {}
@@ -24,8 +24,9 @@ def _source(ep) -> str:
 
 
 def _builtin(name: str) -> bool:
-    """``name`` is a built-in estimator's name, alias or family member (not one registered here)."""
-    return (ESTIMATORS.is_alias(name) or ESTIMATORS.matches_pattern(name)
+    """``name`` is a built-in estimator's name, alias or family member (not one registered here), or
+    ``all`` (``--estimator all``: the paper's estimators)."""
+    return (name.strip().lower() == ALL or ESTIMATORS.is_alias(name) or ESTIMATORS.matches_pattern(name)
             or (ESTIMATORS.has_entry(name) and name.strip().lower() not in {k.lower() for k in _REGISTERED}))
 
 
@@ -84,6 +85,8 @@ def register_estimator(name: str, obj, description: str | None = None, *, replac
         raise MibenchError(f"estimator name {name!r} must be non-empty and contain no comma")
     entry = entry_for(name, obj, description, "register_estimator")
     key = name.lower()
+    if key == ALL:                                  # --estimator all runs the paper's estimators, never this
+        raise MibenchError("'all' names the paper's estimators (--estimator all); choose another name")
     if ESTIMATORS.is_alias(name):
         raise MibenchError(f"{name!r} is an alias of a built-in estimator; choose another name "
                            f"(e.g. a qualified one: 'my_pkg.{name}')")

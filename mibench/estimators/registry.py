@@ -76,6 +76,8 @@ ESTIMATORS.add_pattern(r"smile-(inf|infinity|[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)",
 
 #: the paper's estimator line-up (Table 3), used by ``--estimator all``
 PAPER_ESTIMATORS = ["nwj", "js", "infonce", "dv", "mine", "smile-1", "smile-5", "smile-inf"]
+#: the name ``--estimator`` reads as :data:`PAPER_ESTIMATORS` (so no estimator may be registered under it)
+ALL = "all"
 
 
 def resolve_estimators(spec) -> list[str]:
@@ -86,7 +88,7 @@ def resolve_estimators(spec) -> list[str]:
         item = item.strip()
         if not item:
             continue
-        for name in (PAPER_ESTIMATORS if item.lower() == "all" else [ESTIMATORS.get(item).name]):
+        for name in (PAPER_ESTIMATORS if item.lower() == ALL else [ESTIMATORS.get(item).name]):
             if name not in names:
                 names.append(name)
     if not names:

@@ -245,3 +245,35 @@ def test_example_package_metadata_declares_the_entry_point():
     meta = tomllib.loads((EXAMPLE / "pyproject.toml").read_text())
     eps = meta["project"]["entry-points"]["mibench.estimators"]
     assert eps["example-gaussian"] == GOOD
+
+
+def test_all_cannot_name_a_user_estimator():
+    """'all' registered (and evaluate(name='all') ran the paper's eight estimators instead of the user's)."""
+    import mibench
+
+    for name in ("all", " ALL "):
+        with pytest.raises(MibenchError, match="'all' names the paper's estimators"):
+            mibench.register_estimator(name, lambda x, y: 0.0)
+
+
+class _OwnWords:
+    kind = "black-box"
+    status = "ready"               # not a status mibench knows
+    n_parameters = "many"          # not a count
+
+    def estimate(self, x, y, seed=0):
+        return 0.5
+
+
+def test_a_user_estimators_own_status_and_parameter_count_are_read_only_where_valid():
+    """Its status 'ready' became the result's status, and n_parameters='many' raised a ValueError traceback
+    (in a run, the finished estimate was recorded as an error)."""
+    import numpy as np
+
+    import mibench
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 1))
+    mibench.register_estimator("test-own-words", _OwnWords)
+    res = mibench.estimate(x, x + rng.normal(size=(200, 1)), estimator="test-own-words")
+    assert res.status == "not_assessed" and res.n_parameters == 0 and res.mi == pytest.approx(0.5 / math.log(2))

@@ -17,6 +17,7 @@ import numpy as np
 
 from mibench.errors import one_line
 from mibench.estimation.plausibility import IMPLAUSIBLE
+from mibench.estimation.result import own_n_parameters, own_status
 from mibench.records.io import float_or_nan
 from mibench.utils.checks import estimate_value
 from mibench.utils.units import LN2
@@ -60,8 +61,8 @@ def estimate_once(name: str, x: np.ndarray, y: np.ndarray, seed: int, critic: st
             raw = obj.estimate(np.array(x, copy=True), np.array(y, copy=True), seed=int(seed))
             out["seconds"] = time.perf_counter() - t0
             value = estimate_value(raw, "estimate")
-            out["n_parameters"] = int(getattr(obj, "n_parameters", 0) or 0)
-            out["mi_status"] = str(getattr(obj, "status", "") or "")
+            out["n_parameters"] = own_n_parameters(obj)
+            out["mi_status"] = own_status(obj) if getattr(obj, "status", None) else ""
             out["info"] = str(getattr(obj, "last_info", "") or "")
         _finish(out, value, None if kind == CRITIC else obj, len(x))
     except BaseException as exc:  # recorded, the run carries on (KeyboardInterrupt re-raised)
