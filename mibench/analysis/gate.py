@@ -24,7 +24,7 @@ from mibench.errors import MibenchError, UnreadableInput
 
 @dataclass
 class Finding:
-    kind: str          # missing | diverged | mse | bias
+    kind: str          # missing | diverged | seeds | mse | bias
     key: dict
     baseline: float | None = None
     new: float | None = None
@@ -33,8 +33,9 @@ class Finding:
     def label(self) -> str:
         k = self.key
         params = f"[{k['task_params']}]" if k.get("task_params") else ""
-        return (f"{k['task']}{params} {k['estimator']} {k['critic']} {k['layers']}x{k['hidden']} "
-                f"b{k['batch_size']} {k['steps']} steps @ {k['true_mi']:g} bits")
+        how = (f"n {k['n']}" if str(k.get("protocol")) == "sample"      # a sample run has no critic or steps
+               else f"{k['critic']} {k['layers']}x{k['hidden']} b{k['batch_size']} {k['steps']} steps")
+        return f"{k['task']}{params} {k['estimator']} {how} @ {k['true_mi']:g} bits"
 
 
 @dataclass
@@ -116,6 +117,11 @@ def compare(new, baseline, tolerance: float = 0.25, mse_floor: float = 0.05, bia
         if ndiv > bdiv or (np.isfinite(bm) and not np.isfinite(nm)):
             why = f"diverged seeds {bdiv} -> {ndiv}" + ("" if np.isfinite(nm) else f", MSE is {nm}")
             regressions.append(Finding("diverged", kd, bdiv, ndiv, why))
+            continue
+        bseeds, nseeds = (int(r["n_seeds"]) if pd.notna(r.get("n_seeds")) else 0 for r in (br, nr))
+        if 0 < nseeds < bseeds:     # seeds that never ran would otherwise pass as the same measurement
+            regressions.append(Finding("seeds", kd, bseeds, nseeds, f"seeds {bseeds} -> {nseeds}: fewer than the "
+                                                                     "baseline's, not the same measurement"))
             continue
         checks = []
         if "mse" in metrics:

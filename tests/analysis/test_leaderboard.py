@@ -170,6 +170,18 @@ def _scaled(tmp_path, name, factor=1.0, bias_add=0.0, drop=None, diverge=None):
     return root
 
 
+def test_a_row_over_fewer_seeds_than_the_baselines_is_a_regression(tmp_path, capsys):
+    """One seed of three ran (the others never did) and the gate said 'no regressions', exit 0."""
+    base_csv = tmp_path / "base.csv"
+    write_all(*build([_scaled(tmp_path, "base")]), base_csv)
+    one = tmp_path / "one"
+    write_fake_run(one / "s0", _rows(0), task_params={"dim": 2}, seed=0)
+    assert main(["compare", str(one), str(base_csv)]) == 1
+    out = capsys.readouterr().out
+    assert "WORSE seeds" in out and "seeds 3 -> 1: fewer than the baseline's" in out
+    assert main(["compare", str(_scaled(tmp_path, "same")), str(base_csv)]) == 0
+
+
 def test_compare_both_ways(tmp_path, capsys):
     base = _scaled(tmp_path, "base")
     base_csv = tmp_path / "base.csv"
