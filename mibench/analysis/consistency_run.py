@@ -42,9 +42,9 @@ ROW_FRACTIONS = (0, 1 / 7, 2 / 7, 3 / 7, 4 / 7, 5 / 7, 1)
 RATIO_FRACTIONS = (2 / 7, 4 / 7)
 ESTIMATE_COLUMNS = ["dataset", "critic", "test", "rows", "rows_h", "seed", "estimator", "estimate", "diverged_at",
                     "protocol", "steps", "seconds", "status"]
-#: settings that must agree for cells of an earlier invocation to be kept
 #: stream: an estimate is the mean of the last ``min(DEFAULT_TAIL, steps)`` steps unless ``--tail`` says
 DEFAULT_TAIL = 100
+#: settings that must agree for cells of an earlier invocation to be kept
 KEPT_SETTINGS = ("protocol", "steps", "tail", "batch_size", "lr", "noise", "n", "data_dir")
 
 

@@ -171,9 +171,10 @@ def cmd_sweep(args) -> int:
         from mibench.records import claim
         from mibench.sweep.plan import Plan
 
-        claim(out, [c.config for c in spec.cells()], resume=args.resume, overwrite=args.overwrite, kind="sweep",
+        cells = spec.cells()
+        claim(out, [c.config for c in cells], resume=args.resume, overwrite=args.overwrite, kind="sweep",
               check_only=True)
-        p = Plan(spec.cells(), spec.cells(), [], []) if args.overwrite else plan(spec, out)
+        p = Plan(cells, list(cells), [], []) if args.overwrite else plan(spec, out)
         state = {**{c.name: "todo  " for c in p.todo}, **{c.name: "resume" for c in p.resume},
                  **{c.name: "done  " for c in p.done}, **{name: "redo  " for name in p.damaged}}
         for c in p.cells:

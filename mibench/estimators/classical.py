@@ -210,8 +210,9 @@ def ksg_mi_discrete(labels: np.ndarray, z: np.ndarray, k: int = 3, seed: int = 0
     keep = np.isin(labels, classes[counts > 1])
     if keep.sum() <= k:
         raise ClassicalUnsupported("ksg: every class of the discrete factor has a single sample")
-    if keep.size - keep.sum() > MAX_SINGLETON_SHARE * keep.size:
-        raise ClassicalUnsupported(f"ksg: {keep.size - keep.sum()} of {keep.size} samples are the only one of their "
+    dropped = int(keep.size - keep.sum())
+    if dropped > MAX_SINGLETON_SHARE * keep.size:
+        raise ClassicalUnsupported(f"ksg: {dropped} of {keep.size} samples are the only one of their "
                                    f"class ({classes.size} classes); the estimator reads classes of 2 or more: "
                                    "more samples, or a back-end for many classes")
     labels, z = labels[keep], z[keep]

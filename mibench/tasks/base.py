@@ -14,6 +14,7 @@ from typing import Protocol, runtime_checkable
 import torch
 
 from mibench.errors import MibenchError
+from mibench.utils.checks import check_positive_int
 from mibench.utils.units import LN2
 
 
@@ -38,8 +39,6 @@ class Task(Protocol):
 def batch_count(batch_size) -> int:
     """A task's batch size as an int: an integer >= 1 (``sample(2.5, ...)`` drew 2 rows, ``sample(0, ...)``
     an empty batch, ``sample(-1, ...)`` raised torch's error)."""
-    from mibench.utils.checks import check_positive_int
-
     return check_positive_int(batch_size, "batch size")
 
 
