@@ -112,7 +112,7 @@ def compare(new, baseline, tolerance: float = 0.25, mse_floor: float = 0.05, bia
             if not allow_missing:
                 regressions.append(Finding("missing", kd, detail="in the baseline but not in NEW" + _nearest(key, n)))
             continue
-        bdiv, ndiv = int(br["diverged_seeds"]), int(nr["diverged_seeds"])
+        bdiv, ndiv = br["diverged_seeds"], nr["diverged_seeds"]
         bm, nm = float(br["mse"]), float(nr["mse"])
         if ndiv > bdiv or (np.isfinite(bm) and not np.isfinite(nm)):
             why = f"diverged seeds {bdiv} -> {ndiv}" + ("" if np.isfinite(nm) else f", MSE is {nm}")
@@ -183,7 +183,7 @@ def _keyed(df) -> dict:
                 or (not math.isfinite(mse) and diverged == 0) or diverged < 0):
             raise UnreadableInput(f"a leaderboard row ({' '.join(map(str, key))}) has MSE {mse}, |bias| {bias} and "
                                   f"{diverged} diverged seeds: not a possible result (a damaged or edited file)")
-        out[key] = r
+        out[key] = {**r.to_dict(), "diverged_seeds": diverged}
     return out
 
 

@@ -169,9 +169,18 @@ def build(paths, keep_row=None, prefer=()):
     """
     col = collect_unique(paths, prefer)
     if not col.runs:
-        extra = f" ({len(col.incomplete)} incomplete)" if col.incomplete else ""
-        raise MibenchError(f"no complete run directories found under {', '.join(map(str, paths))}{extra}")
+        raise MibenchError(no_complete_runs(paths, col))
     return aggregate(col.runs, keep_row), col
+
+
+def no_complete_runs(paths, col) -> str:
+    """The one line for ``paths`` holding no complete run: how many incomplete ones there are, and
+    that a sweep's are continued by ``--resume``."""
+    where = ", ".join(map(str, paths))
+    if not col.incomplete:
+        return f"no complete run directories found under {where}"
+    return (f"no complete run directories found under {where}: {len(col.incomplete)} incomplete "
+            "(interrupted, failed or still running; a sweep's continue with 'mibench sweep ... --resume')")
 
 
 # ---------------------------------------------------------------------------------- writing
@@ -194,6 +203,7 @@ def provenance(col, board, command: str | None = None) -> dict:
     from mibench._version import __version__
     from mibench.protocols import protocol_of
     from mibench.protocols.setup import schedule_label
+    from mibench.sweep.plan import cell_counts, sweep_status
 
     envs = [r.config.get("environment", {}) for r in col.runs]
     setups = [protocol_of(r.config).setup(r.config) for r in col.runs]
@@ -203,7 +213,7 @@ def provenance(col, board, command: str | None = None) -> dict:
     for d, m in sorted(col.manifests.items()):
         walls = [i["wall_seconds"] for i in m.get("invocations", []) if i.get("wall_seconds") is not None]
         sweeps.append({"dir": str(d), "name": m.get("name"), "preset": m.get("preset"),
-                       "command": m.get("command"), "status": m.get("status"), "counts": m.get("counts"),
+                       "command": m.get("command"), "status": sweep_status(d, m), "counts": cell_counts(d, m),
                        "cells": len(m.get("cells", [])), "backend": m.get("backend"), "workers": m.get("workers"),
                        "threads_per_worker": m.get("threads_per_worker"),
                        "wall_seconds": round(sum(walls), 1) if walls else None,

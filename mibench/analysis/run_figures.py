@@ -22,7 +22,7 @@ def plot_results(target, out_dir=None, max_bar_plots: int = 24) -> list[Path]:
     """
     import pandas as pd
 
-    from mibench.analysis.leaderboard import SETUP_KEY, collect_unique, per_seed_rows
+    from mibench.analysis.leaderboard import SETUP_KEY, collect_unique, no_complete_runs, per_seed_rows
     from mibench.plots import SWEEP_AXES, plot_metric_bars, plot_sweep, sweep_axes
     from mibench.protocols import get_protocol, protocol_of
     from mibench.records import read_config
@@ -34,7 +34,7 @@ def plot_results(target, out_dir=None, max_bar_plots: int = 24) -> list[Path]:
         return protocol_of(read_config(target)).plot(target, out)
     col = collect_unique([target])
     if not col.runs:
-        raise MibenchError(f"no complete run directories under {target}")
+        raise MibenchError(no_complete_runs([target], col))
     out = Path(out_dir) if out_dir else target / "plots"
     written: list[Path] = []
     df = pd.DataFrame(per_seed_rows(col.runs))

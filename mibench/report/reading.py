@@ -158,7 +158,7 @@ def read_results(paths, shown=None) -> Results:
     """The leaderboard of ``paths`` (run, sweep or results directories) split into setups, with
     each setup's run directories, and the metadata found next to the results."""
     from mibench.analysis.leaderboard import build
-    from mibench.sweep.plan import cell_counts, cell_status
+    from mibench.sweep.plan import cell_counts, cell_status, sweep_status
 
     paths = [Path(p) for p in paths]
     shown = [str(s) for s in (shown or paths)]
@@ -185,7 +185,8 @@ def read_results(paths, shown=None) -> Results:
     sources = []
     for p, s in zip(paths, shown):
         meta = _read_json(p / "leaderboard.meta.json") if p.is_dir() else None
-        manifests = [(_shown(Path(d), p, s), {**m, "counts": cell_counts(d, m)})
+        manifests = [(_shown(Path(d), p, s), {**m, "counts": cell_counts(d, m),
+                                            "status": sweep_status(d, m)})
                      for d, m in sorted(col.manifests.items(), key=lambda kv: str(kv[0])) if _inside(Path(d), p)]
         runs = [(_shown(Path(r.path), p, s), r.config) for r in col.runs if _inside(Path(r.path), p)]
         incomplete = [(_shown(Path(d), p, s), cell_status(d) or "unreadable") for d in col.incomplete

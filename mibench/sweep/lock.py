@@ -54,3 +54,23 @@ def sweep_lock(out_dir: Path):
         with contextlib.suppress(OSError):
             holder_path.unlink()
         lock.release()
+
+
+def driver_alive(out_dir: Path) -> bool:
+    """Whether a driver holds the sweep's lock now: a manifest left ``running`` by a driver that was
+    killed outright (SIGKILL, a lost node) is stale once nothing holds it, since the OS dropped the lock
+    with its holder.  Taking the free lock for this test and releasing it at once leaves it as it was."""
+    from filelock import FileLock, Timeout
+
+    path = lock_path(out_dir)
+    if not path.is_file():
+        return False
+    lock = FileLock(str(path), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        return True
+    except OSError:
+        return False
+    lock.release()
+    return False

@@ -144,10 +144,22 @@ def cell_counts(sweep_dir, manifest: dict) -> dict:
     return counts
 
 
+def sweep_status(sweep_dir, manifest: dict) -> str | None:
+    """The sweep's status as a reader should show it: the manifest's, except that a manifest still
+    ``running`` whose driver no longer holds the lock (:func:`mibench.sweep.lock.driver_alive`) was
+    left by a driver killed outright and is ``interrupted``, which ``--resume`` continues."""
+    from mibench.sweep.lock import driver_alive
+
+    status = manifest.get("status")
+    if status == "running" and not driver_alive(Path(sweep_dir)):
+        return "interrupted"
+    return status
+
+
 def clear_cell(cell_dir: Path) -> None:
     """Remove a cell's directory before it is run again from the start."""
     if cell_dir.exists():
         shutil.rmtree(cell_dir)
 
 
-__all__ = ["Cell", "Plan", "plan", "cell_counts", "cell_status", "clear_cell"]
+__all__ = ["Cell", "Plan", "plan", "cell_counts", "cell_status", "clear_cell", "sweep_status"]

@@ -233,8 +233,24 @@ def _load_toml(text, path):
 def _load_yaml(text, path):
     import yaml
 
+    class UniqueKeyLoader(yaml.SafeLoader):
+        """The safe loader, refusing a key given twice in one mapping (PyYAML keeps the last one
+        silently, so a sweep would run a setting other than the one the user read first)."""
+
+        def construct_mapping(self, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, (str, int, float, bool)):
+                    continue        # an unhashable key: the base class gives its own error
+                if key in seen:
+                    raise MibenchError(f"{path}: key {key!r} is given twice in one mapping "
+                                       f"(line {key_node.start_mark.line + 1})")
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 -- a SafeLoader subclass
     except yaml.YAMLError as exc:
         msg = str(exc).replace("\n", " ")
         raise MibenchError(f"{path}: not valid YAML: {msg}") from None

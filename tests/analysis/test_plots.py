@@ -72,6 +72,17 @@ def test_plot_command_on_a_sweep(ds_sweep, capsys):
     assert main(["plot", str(ds_sweep / "missing")]) == 2
 
 
+def test_plot_and_leaderboard_on_only_interrupted_runs_say_so(tmp_path, capsys):
+    """A folder whose runs are all interrupted said 'no complete run directories' and nothing else."""
+    for seed in (0, 1):
+        write_fake_run(tmp_path / f"r{seed}", [{"estimator": "nwj", "true_mi": 2.0, "bias": 0.1, "variance": 0.0,
+                                                "mse": 0.01}], seed=seed, status="interrupted")
+    for cmd in (["plot", str(tmp_path)], ["leaderboard", str(tmp_path)]):
+        assert main(cmd) == 2
+        err = capsys.readouterr().err
+        assert "no complete run directories" in err and "2 incomplete" in err and "--resume" in err, err
+
+
 def test_setups_differing_in_a_field_outside_the_name_get_their_own_figures(tmp_path, capsys):
     """Two sample runs differing only in n (and lr, precision, ... for streamed ones) wrote one file name
     twice: the first setup's figure was lost, and the title showed 'joint 0x0 · batch 0 · 0 steps'."""

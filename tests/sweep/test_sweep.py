@@ -16,8 +16,9 @@ from mibench.errors import MibenchError
 from mibench.estimators import resolve_estimators
 from mibench.records import is_complete, read_config
 from mibench.sweep import SweepSpec, load_spec, plan, run_sweep
-from mibench.sweep.lock import lock_path
+from mibench.sweep.lock import driver_alive, lock_path
 from mibench.sweep.lock import sweep_lock as sweep_lock_ctx
+from mibench.sweep.plan import sweep_status
 from mibench.sweep.presets import PRESETS, load_preset
 
 TINY = {"tasks": [{"task": "gaussian", "params": {"dim": 2}}], "estimators": ["smile-5", "infonce"],
@@ -109,6 +110,15 @@ def test_toml_and_yaml_configs_agree(tmp_path):
     bad.write_text("tasks = [\n")
     with pytest.raises(MibenchError, match="not valid TOML"):
         load_spec(bad)
+    # a key given twice: TOML refuses it, and so does the YAML reader (PyYAML kept the last one)
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("tasks: [gaussian]\nsteps: 30\nestimators: [nwj]\nsteps: 300\n")
+    with pytest.raises(MibenchError, match="key 'steps' is given twice.*line 4"):
+        load_spec(twice)
+    nested = tmp_path / "nested.yaml"
+    nested.write_text("tasks:\n  - task: gaussian\n    params: {dim: 2, dim: 4}\n")
+    with pytest.raises(MibenchError, match="key 'dim' is given twice"):
+        load_spec(nested)
 
 
 def test_presets_expand_in_both_forms():
@@ -419,6 +429,14 @@ def test_the_lock_finds_a_symlinked_directory_and_a_complete_cell_drops_an_old_f
         with pytest.raises(MibenchError, match="is being swept by"):
             with sweep_lock_ctx(tmp_path / "link"):
                 pass
+        assert driver_alive(out) and sweep_status(out, {"status": "running"}) == "running"
+    # a manifest left 'running' by a driver killed outright (SIGKILL: nothing rewrote it) reads as
+    # interrupted once nothing holds the lock; the lock is left free by the test
+    assert not driver_alive(out) and sweep_status(out, {"status": "running"}) == "interrupted"
+    assert sweep_status(tmp_path / "never-swept", {"status": "running"}) == "interrupted"
+    assert sweep_status(out, {"status": "complete"}) == "complete"
+    with sweep_lock_ctx(out):
+        pass
     spec = SweepSpec.from_dict({"name": "t", "tasks": [{"task": "gaussian", "params": {"dim": 2}}],
                                 "estimators": ["ksg"], "n": 200, "seeds": [0], "mi": [1.0]})
     cell = spec.cells()[0]
