@@ -14,6 +14,8 @@
 from mibench.disentanglement.backends import MI_BACKENDS, BackendUnsupported, MIBackend, get_backend, neural_backend
 from mibench.disentanglement.metrics import (
     MI_METRICS,
+    DisentanglementWarning,
+    EntropyCapWarning,
     InfoTable,
     dcimig,
     info_table,
@@ -50,7 +52,8 @@ from mibench.disentanglement.toy import (
 
 __all__ = [
     "MI_BACKENDS", "BackendUnsupported", "MIBackend", "get_backend", "neural_backend",
-    "MI_METRICS", "InfoTable", "info_table", "mi_metrics", "mig", "unibound", "pid_bounds", "dcimig",
+    "MI_METRICS", "DisentanglementWarning", "EntropyCapWarning",
+    "InfoTable", "info_table", "mi_metrics", "mig", "unibound", "pid_bounds", "dcimig",
     "minimality_mi", "sufficiency_mi", "ridgeway_modularity", "GaussianPosterior",
     "dci", "dci_from_importance", "factorvae_score", "betavae_score", "minimality", "sufficiency",
     "modularity_compactness_explicitness", "minimality_sufficiency_neurips", "almudevar_neurips",

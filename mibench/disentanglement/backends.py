@@ -12,8 +12,8 @@ set of factors (n, p) and z_S is a set of code dimensions (n, m) or a
                        k = 3 (``ksg-<k>``; :func:`ksg_mi_continuous`); for a discrete y, Ross
                        (2014)'s k-NN variant.
 ``gaussian``           ½ log det Σ_y + ½ log det Σ_z − ½ log det Σ_(y,z) on sample covariances;
-                       exact for jointly Gaussian data, the linear (canonical-correlation) part of
-                       the information otherwise.  A discrete y is one-hot encoded.
+                       exact for jointly Gaussian data; otherwise the MI of Gaussians with the same
+                       covariances, which bounds the MI neither way.  A discrete y is one-hot encoded.
 ``posterior``          Tokui & Sato §3.5, eq. 8: exact log-marginals of a known Gaussian encoder
                        p(z|x) (see :mod:`~mibench.disentanglement.posterior`).
 ``neural:<est>[:<critic>]``  ``mibench.estimate`` (any estimator / critic of the benchmark) trained
@@ -63,16 +63,25 @@ class MIBackend:
     name: str
     description: str
     fn: Callable[..., float]
+    #: bins per variable of a histogram back-end (its plug-in bias is checked), else None
+    bins: int | None = None
 
     def mi(self, y, z, *, discrete_y: bool = False) -> float:
         """I(y; z) in nats, clipped at 0 (MI is non-negative; KSG and held-out neural estimates of an
-        independent pair scatter below 0, which would inflate differences such as UniBound's)."""
+        independent pair scatter below 0, which would inflate differences such as UniBound's).  Constant
+        columns of z carry no information and are left out (a dead latent is exactly 0, where KSG's
+        jitter would read it as a little), and a z with no other column gives 0."""
         y2 = as_2d(y, "y")
         if isinstance(z, GaussianPosterior):
             check_same_rows(y=y2, z=z.samples)
         else:
             z = as_2d(z, "z")
             check_same_rows(y=y2, z=z)
+            varying = np.ptp(z, axis=0) > 0
+            if not varying.any():
+                return 0.0
+            if not varying.all():
+                z = z[:, varying]
         return max(0.0, float(self.fn(y2, z, discrete_y=bool(discrete_y))))
 
     def __str__(self) -> str:
@@ -103,6 +112,8 @@ def histogram_mi(y: np.ndarray, z, *, discrete_y: bool, bins: int = 20) -> float
             f"histogram back-end bins one variable against one variable; got y with {y.shape[1]} and "
             f"z_S with {zs.shape[1]} dimensions (use ksg, gaussian, posterior or neural)"
         )
+    if bins > zs.shape[0]:
+        raise BackendUnsupported(f"histogram-{bins} has more bins than the {zs.shape[0]} samples: use fewer bins")
     ya = y[:, 0] if discrete_y else equal_width_bins(y[:, 0], bins)
     return plugin_mi(ya, equal_width_bins(zs[:, 0], bins))
 
@@ -130,7 +141,12 @@ def gaussian_mi(y: np.ndarray, z, *, discrete_y: bool) -> float:
             return 0.0
     else:
         yy = y
-    return gaussian_mi_samples(yy, zs)
+    try:
+        return gaussian_mi_samples(yy, zs)
+    except BackendUnsupported:
+        raise
+    except MibenchError as exc:     # too few samples for the dimensions: this case, not the whole call
+        raise BackendUnsupported(str(exc)) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,7 +219,7 @@ def _histogram(bins: int) -> MIBackend:
         raise MibenchError(f"histogram back-end needs at least 2 bins, got {bins}")
     name = "histogram" if bins == 20 else f"histogram-{bins}"
     return MIBackend(name, f"plug-in MI on {bins} equal-width bins (1-D only)",
-                     lambda y, z, *, discrete_y: histogram_mi(y, z, discrete_y=discrete_y, bins=bins))
+                     lambda y, z, *, discrete_y: histogram_mi(y, z, discrete_y=discrete_y, bins=bins), bins=bins)
 
 
 def _ksg(k: int) -> MIBackend:

@@ -31,7 +31,7 @@ from typing import Callable
 
 import numpy as np
 
-from mibench.disentanglement.backends import MIBackend, get_backend
+from mibench.disentanglement.backends import BackendUnsupported, MIBackend, get_backend
 from mibench.disentanglement.posterior import GaussianPosterior
 from mibench.errors import MibenchError
 from mibench.estimators.classical import discrete_entropy, row_labels
@@ -133,7 +133,11 @@ def table_part(y: np.ndarray, z, backend, discrete: np.ndarray, part: str, x=Non
     if part == "full":
         return per_factor(_subset(z, list(range(L))))
     if part == "code_y":  # I(z_l; y) with the whole factor vector; mixed factors go to the back-end as continuous
-        return np.array([be.mi(y, _subset(z, [l]), discrete_y=bool(discrete.all())) for l in range(L)])
+        try:
+            return np.array([be.mi(y, _subset(z, [l]), discrete_y=bool(discrete.all())) for l in range(L)])
+        except BackendUnsupported as exc:
+            what = "the joint label of the factors" if discrete.all() and K > 1 else "the factor vector"
+            raise BackendUnsupported(f"I(z_l; y), which minimality_mi needs, reads {what}: {exc}") from None
     if part == "code_x":
         if x is None:
             raise MibenchError("the code_x part needs the data x")
@@ -144,14 +148,21 @@ def table_part(y: np.ndarray, z, backend, discrete: np.ndarray, part: str, x=Non
 
 
 def info_table(y, z, backend="ksg", *, discrete=None, parts=("pair", "rest", "full"), x=None) -> InfoTable:
-    """Estimate the requested parts of the :class:`InfoTable` (``pair`` always) with one MI back-end."""
+    """Estimate the requested parts of the :class:`InfoTable` (``pair`` always) with one MI back-end.
+
+    Where a back-end is known to be off for these inputs the table is still returned, with a
+    :class:`DisentanglementWarning` saying why (:func:`_warn_where_unreliable`)."""
     be: MIBackend = get_backend(backend)
     y, z, disc = prepare(y, z, discrete)
     unknown = set(parts) - set(PARTS)
     if unknown:
         raise MibenchError(f"unknown MI table parts {sorted(unknown)}; choose from {', '.join(PARTS)}")
-    out = {p: table_part(y, z, be, disc, p, x=x) for p in ["pair", *[q for q in PARTS if q in parts and q != "pair"]]}
+    if x is not None:
+        check_same_rows(**{"y (factors)": y, "x (data)": as_2d(x, "x (data)", flatten=True)})
     norm = normalisers(y, disc)
+    wanted = ["pair", *[q for q in PARTS if q in parts and q != "pair"]]
+    _warn_where_unreliable(be, y, disc, _code_dim(z), wanted)
+    out = {p: table_part(y, z, be, disc, p, x=x) for p in wanted}
     # I(z_l; y) for a discrete factor vector: at most the joint entropy H(y)
     joint = discrete_entropy(row_labels(y)) if disc.all() else None
     _cap_at_entropy(out, norm, disc, be.name, joint)
@@ -162,8 +173,70 @@ def info_table(y, z, backend="ksg", *, discrete=None, parts=("pair", "rest", "fu
 CAP_WARN_SHARE = 0.05
 
 
-class EntropyCapWarning(UserWarning):
+class DisentanglementWarning(UserWarning):
+    """A score may be off for these inputs (a back-end outside its range, factors of two kinds): the
+    message says why and what to change."""
+
+
+class EntropyCapWarning(DisentanglementWarning):
     """A back-end's I(y_k; z) exceeded H(y_k) for a discrete factor and was capped there."""
+
+
+def _stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the first caller outside this package folder (the
+    user's line, whichever of the wrappers it went through)."""
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == here:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _warn_where_unreliable(be: MIBackend, y: np.ndarray, discrete: np.ndarray, n_codes: int, parts) -> None:
+    """Warn (:class:`DisentanglementWarning`) where the table's numbers are known to be off, before
+    estimating them:
+
+    * factors of both kinds: a discrete factor's term is a ratio in [0, 1], a continuous one's is in
+      nats (module docstring), so a score averaged over factors mixes two units;
+    * ``gaussian`` on a discrete factor: the closed form is exact for jointly Gaussian variables only,
+      and a one-hot factor is not one (it can read more or less than the MI; no bound either way);
+    * a histogram back-end whose plug-in bias, (C - 1)(B - 1) / 2n nats for C classes against B bins
+      (Paninski 2003), exceeds :data:`~mibench.estimators.classical.HISTOGRAM_BIAS_NATS`: that bias is
+      read as information, so an independent code scores above 0;
+    * ``ksg`` on code subsets of more than :data:`~mibench.estimators.classical.KSG_RELIABLE_SIDE_DIMS`
+      dimensions (the parts ``rest`` and ``full``): k-NN estimates fall far below the truth there, so the
+      bounds built on them (UniBound, the PID bounds) are unreliable (docs/disentanglement.md)."""
+    import warnings
+
+    from mibench.estimators.classical import HISTOGRAM_BIAS_NATS, KSG_RELIABLE_SIDE_DIMS
+
+    notes = []
+    if discrete.any() and not discrete.all():
+        notes.append(f"factors {np.flatnonzero(~discrete).tolist()} are continuous and the others discrete: a "
+                     "continuous factor's term is in nats, a discrete one's a ratio in [0, 1], so a score averaged "
+                     "over factors mixes the two (pass discrete= to say which are which, or score the groups apart)")
+    if be.name == "gaussian" and discrete.any():
+        notes.append("the gaussian back-end is exact for jointly Gaussian variables only; on a discrete factor "
+                     "(one-hot) it can read more or less than the MI: prefer histogram or ksg")
+    if be.bins is not None:
+        n = y.shape[0]
+        b = min(be.bins, n)
+        classes = [np.unique(y[:, k]).size if discrete[k] else b for k in range(y.shape[1])]
+        bias = max((c - 1) * (b - 1) / (2 * n) for c in classes)
+        if bias > HISTOGRAM_BIAS_NATS:
+            notes.append(f"the {be.name} back-end's plug-in bias, (C - 1)(B - 1) / 2n = {bias:.3f} nats at n = {n}, "
+                         "is read as information (an independent code scores above 0): use fewer bins or more "
+                         "samples")
+    if be.name.startswith("ksg") and {"rest", "full"} & set(parts) and n_codes - 1 > KSG_RELIABLE_SIDE_DIMS:
+        notes.append(f"ksg estimates I(y_k; z_S) on code subsets of {n_codes - 1}-{n_codes} dimensions, where "
+                     f"k-NN estimates fall far below the truth (reliable up to {KSG_RELIABLE_SIDE_DIMS}): "
+                     "UniBound and the PID bounds built on them are unreliable; prefer gaussian, posterior or "
+                     "neural:<estimator>")
+    for note in notes:
+        warnings.warn(note, DisentanglementWarning, stacklevel=_stacklevel())
 
 
 def _cap_at_entropy(parts: dict, normaliser: np.ndarray, discrete: np.ndarray, backend: str,
@@ -190,7 +263,7 @@ def _cap_at_entropy(parts: dict, normaliser: np.ndarray, discrete: np.ndarray, b
         warnings.warn(f"the {backend} back-end estimated the MI of a discrete factor (or of the discrete factor "
                       f"vector) up to {worst + 1:.2f} x its entropy; capped there (the most any code can carry), "
                       "but the scores built on these estimates are unreliable: for discrete factors prefer the "
-                      "histogram or ksg back-end", EntropyCapWarning, stacklevel=3)
+                      "histogram or ksg back-end", EntropyCapWarning, stacklevel=_stacklevel())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,8 +362,8 @@ def ridgeway_modularity_from_table(t: InfoTable) -> float:
     """Ridgeway & Mozer (2018) modularity on the MI matrix (disentanglement_lib's implementation)."""
     sq = np.square(t.pair.T)  # (L, K)
     top = sq.max(axis=1)
-    if sq.shape[1] < 2:
-        return 1.0
+    if sq.shape[1] < 2:         # one factor: a latent is modular if it carries any of it, as below
+        return float(np.mean(top > 0))
     with np.errstate(divide="ignore", invalid="ignore"):
         delta = (sq.sum(axis=1) - top) / (top * (sq.shape[1] - 1.0))
     score = np.where(top > 0, 1.0 - delta, 0.0)
@@ -348,13 +421,14 @@ def mi_metrics(y, z, metrics=("mig", "unibound"), backend="ksg", *, discrete=Non
                table: InfoTable | None = None) -> dict[str, float]:
     """Several MI-based metrics from one :class:`InfoTable` (estimated once, only the parts needed); one
     name alone is one metric."""
-    chosen = [get_mi_metric(m) for m in ([metrics] if isinstance(metrics, str) else metrics)]
+    names = [str(m).strip().lower() for m in ([metrics] if isinstance(metrics, str) else metrics)]
+    chosen = {name: get_mi_metric(name) for name in names}        # keyed as asked (u_lower is unibound)
     if table is None:
-        parts = {p for m in chosen for p in m.parts}
+        parts = {p for m in chosen.values() for p in m.parts}
         if x is not None and "code_y" in parts:
             parts = (parts - {"code_y"}) | {"code_x"}
         table = info_table(y, z, backend, discrete=discrete, parts=tuple(sorted(parts)), x=x)
-    return {m.name: m.fn(table) for m in chosen}
+    return {name: m.fn(table) for name, m in chosen.items()}
 
 
 # -- one-call convenience wrappers ------------------------------------------------------------

@@ -410,8 +410,13 @@ def factorvae_score(sample_factors: Callable, represent: Callable, *, n_train: i
 
     ``sample_factors(n, rng) -> (n, K)`` draws factors; ``represent(y) -> (n, L)`` encodes them.
     Returns ``{"train_accuracy", "eval_accuracy", "votes"}`` (majority-vote classifier fitted on the
-    training votes, as Kim & Mnih and disentanglement_lib).
+    training votes, as Kim & Mnih and disentanglement_lib).  A batch's variances need two points, so
+    ``batch_size`` is at least 2.
     """
+    n_train = check_positive_int(n_train, "n_train")
+    n_eval = check_positive_int(n_eval, "n_eval")
+    batch_size = check_positive_int(batch_size, "batch_size", minimum=2)
+    n_global = check_positive_int(n_global, "n_global", minimum=2)
     rng = np.random.default_rng(seed)
     y_glob = as_2d(sample_factors(n_global, rng), "sample_factors(...)")
     K = y_glob.shape[1]

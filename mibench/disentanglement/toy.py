@@ -33,6 +33,13 @@ def mixing_matrix(L: int) -> np.ndarray:
     return np.eye(L) - (2.0 / L) * np.ones((L, L))
 
 
+#: the strongest attack accepted, relative to sigma: the exact values come from log-determinants of
+#: covariances with entries of order alpha^2 next to ones of order sigma^2, which cancel in float64 as
+#: (alpha / sigma)^2 nears 1e16; up to this ratio they agree with Table 1's closed forms to 1e-3 nats
+#: (tests/disentanglement/test_toy.py)
+MAX_ALPHA_OVER_SIGMA = 1e6
+
+
 def check_toy_args(K: int, sigma: float, attack: str, alpha: float) -> None:
     check_positive_int(K, "K", minimum=2)
     if not (isinstance(sigma, (int, float)) and math.isfinite(sigma) and sigma > 0):
@@ -41,6 +48,10 @@ def check_toy_args(K: int, sigma: float, attack: str, alpha: float) -> None:
         raise MibenchError(f"unknown attack {attack!r}; choose from: {', '.join(ATTACKS)}")
     if not (isinstance(alpha, (int, float)) and math.isfinite(alpha) and alpha >= 0):
         raise MibenchError(f"alpha must be a finite number >= 0, got {alpha!r}")
+    if alpha > MAX_ALPHA_OVER_SIGMA * sigma:
+        top = MAX_ALPHA_OVER_SIGMA * sigma
+        raise MibenchError(f"alpha must be at most {MAX_ALPHA_OVER_SIGMA:g} x sigma = {top:g}, got {alpha!r}: "
+                           "beyond it the attacked covariances lose the precision the exact values need")
 
 
 def attack_matrix(L: int, attack: str, alpha: float, U: np.ndarray | None = None) -> np.ndarray:

@@ -128,9 +128,9 @@ def run_validation(backends=DEFAULT_BACKENDS, metrics=DEFAULT_METRICS, attacks=D
     every α).  The un-attacked model (``attack="none"``) is evaluated once, with α = 0."""
     check_positive_int(n, "n", minimum=10)
     check_seed(seed)
-    bes = [get_backend(b) for b in backends]
-    for m in metrics:
-        get_mi_metric(m)
+    bes = list({be.name: be for be in map(get_backend, backends)}.values())     # each once
+    metrics = list(dict.fromkeys(get_mi_metric(m).name for m in metrics))
+    attacks, alphas = list(dict.fromkeys(attacks)), list(dict.fromkeys(alphas))
     for a in attacks:
         check_toy_args(K, sigma, a, 0.0)
     for a in alphas:

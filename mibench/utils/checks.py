@@ -20,8 +20,13 @@ import numpy as np
 from mibench.errors import MibenchError
 
 #: A factor column counts as discrete under ``discrete=None`` ("auto") when its values are all
-#: integers and it takes at most this many distinct values.
+#: integers and it takes at most this many distinct values ...
 AUTO_DISCRETE_MAX_VALUES = 50
+#: ... or, whatever its values (float codes such as a scale 0.5, 0.6, ..., 1.0; integer codes past
+#: 50), when each distinct value repeats this many times on average ...
+AUTO_DISCRETE_MIN_REPEATS = 10
+#: ... up to this many distinct values.  A continuous factor's values do not repeat.
+AUTO_DISCRETE_MAX_REPEATED = 1000
 #: seeds are stored as signed 64-bit integers (torch generators, numpy)
 MAX_SEED = 2**63 - 1
 
@@ -44,7 +49,9 @@ def as_2d(a, name: str, *, min_rows: int = 2, flatten: bool = False) -> np.ndarr
             raise MibenchError(f"{name} is complex: pass real arrays (e.g. the real and imaginary parts as columns)")
         arr = np.asarray(a, dtype=np.float64)
     except (TypeError, ValueError):
-        raise MibenchError(f"{name} must be a numeric array, got {type(a).__name__}") from None
+        hint = ("; encode category or string labels as integer codes (e.g. pandas' .cat.codes)"
+                if _has_labels(a) else "")
+        raise MibenchError(f"{name} must be a numeric array, got {type(a).__name__}{hint}") from None
     if arr.ndim == 0:
         raise MibenchError(f"{name} must be an array of samples, got a scalar")
     if arr.ndim == 1:
@@ -62,6 +69,16 @@ def as_2d(a, name: str, *, min_rows: int = 2, flatten: bool = False) -> np.ndarr
     return arr
 
 
+def _has_labels(a) -> bool:
+    """Whether ``a`` holds category or string values (pandas categoricals, object or string arrays)."""
+    dtypes = getattr(a, "dtypes", None)
+    kinds = [getattr(a, "dtype", None)] if dtypes is None else list(getattr(dtypes, "values", [dtypes]))
+    for dt in kinds:
+        if dt is not None and (str(dt) == "category" or getattr(dt, "kind", "") in "OUS"):
+            return True
+    return False
+
+
 def check_same_rows(**arrays) -> int:
     """All arrays have the same number of rows; returns it."""
     rows = {k: len(v) for k, v in arrays.items()}
@@ -72,10 +89,14 @@ def check_same_rows(**arrays) -> int:
 
 
 def is_discrete_column(col: np.ndarray) -> bool:
-    """The "auto" rule: integer-valued with at most ``AUTO_DISCRETE_MAX_VALUES`` distinct values."""
-    if not np.all(np.equal(np.mod(col, 1.0), 0.0)):
-        return False
-    return np.unique(col).size <= AUTO_DISCRETE_MAX_VALUES
+    """The "auto" rule: integer-valued with at most :data:`AUTO_DISCRETE_MAX_VALUES` distinct values, or
+    any values repeating :data:`AUTO_DISCRETE_MIN_REPEATS` times on average (at most
+    :data:`AUTO_DISCRETE_MAX_REPEATED` distinct values): a factor coded by floats, or with many integer
+    codes, is still a discrete factor, normalised by its entropy."""
+    values = np.unique(col)
+    if values.size <= AUTO_DISCRETE_MAX_VALUES and np.all(np.equal(np.mod(values, 1.0), 0.0)):
+        return True
+    return values.size <= AUTO_DISCRETE_MAX_REPEATED and values.size * AUTO_DISCRETE_MIN_REPEATS <= col.size
 
 
 def resolve_discrete(y: np.ndarray, discrete) -> np.ndarray:

@@ -368,3 +368,108 @@ def test_a_discrete_factor_vectors_mi_is_capped_at_its_joint_entropy():
         table = M.info_table(y, z, "gaussian", parts=("pair", "code_y"))
     assert np.all(table.code_y <= joint + 1e-12)
     assert any(issubclass(w.category, M.EntropyCapWarning) for w in caught)
+
+
+def test_a_factor_coded_by_floats_or_with_many_values_is_discrete_and_normalised():
+    """MIG of a perfect code read 1.78 with dSprites-style float codes (0.5, 0.6, ..., 1.0) and 2.47 with a
+    51-valued factor: the auto rule took them as continuous, so their terms were nats, silently."""
+    from mibench.disentanglement import mi_metrics, mig
+    from mibench.utils.checks import is_discrete_column
+
+    rng = np.random.default_rng(0)
+    n = 2000
+    y = rng.integers(0, 6, (n, 2))
+    z = y + 0.05 * rng.normal(size=(n, 2))
+    assert mig(0.5 + 0.1 * y, z, "ksg") == pytest.approx(mig(y, z, "ksg"))
+    assert mig(y, z, "ksg") == pytest.approx(1.0, abs=0.02)
+    y51 = np.c_[rng.integers(0, 4, n), rng.integers(0, 51, n)]
+    scores = mi_metrics(y51, y51 + 0.05 * rng.normal(size=(n, 2)), ["mig", "dcimig"], "ksg")
+    assert all(0.95 < v <= 1.0 for v in scores.values()), scores
+    # a continuous factor's values do not repeat, however few the samples; few integers stay discrete
+    assert not is_discrete_column(rng.normal(size=n)) and not is_discrete_column(rng.normal(size=30))
+    assert is_discrete_column(np.arange(30.0)) and not is_discrete_column(np.arange(300.0))
+
+
+def _warned(fn):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = fn()
+    return value, [str(w.message) for w in caught if issubclass(w.category, M.DisentanglementWarning)], caught
+
+
+def test_scores_a_back_end_cannot_be_trusted_on_come_with_a_warning_at_the_users_line():
+    """Each of these returned a number silently: the Gaussian closed form on a discrete factor (MIG 0.97 where
+    the exact value is 0.85), the histogram's plug-in bias (sufficiency 0.10 for an independent code), ksg on
+    9-10-dimensional code subsets (c_lower 0.05 for a synergy of 2.2 nats), and factors of two kinds averaged
+    (MIG 2.0 from a ratio and nats).  A case inside each back-end's range stays silent."""
+    from mibench.disentanglement import mi_metrics, mig, pid_bounds, sample_toy
+
+    rng = np.random.default_rng(1)
+    n = 1000
+    y = rng.integers(0, 3, (n, 2))
+    z = y + 0.3 * rng.normal(size=(n, 2))
+    _, notes, caught = _warned(lambda: mig(y, z, "gaussian"))
+    assert len(notes) == 1 and "exact for jointly Gaussian variables only" in notes[0]
+    assert caught[0].filename == __file__                     # the user's line, not the package's
+    assert _warned(lambda: mig(y, z, "ksg"))[1] == []
+    y40 = rng.integers(0, 40, (n, 3))
+    _, notes, _ = _warned(lambda: mi_metrics(y40, rng.normal(size=(n, 3)), ["sufficiency_mi"], "histogram"))
+    assert len(notes) == 1 and "plug-in bias, (C - 1)(B - 1) / 2n = 0.370 nats" in notes[0]
+    assert _warned(lambda: mi_metrics(y, z, ["sufficiency_mi"], "histogram"))[1] == []
+    yt, post = sample_toy(500, K=5, attack="synergy", alpha=2.0)
+    _, notes, _ = _warned(lambda: pid_bounds(yt, post.samples))
+    assert len(notes) == 1 and "code subsets of 9-10 dimensions" in notes[0]
+    assert _warned(lambda: mi_metrics(yt, post.samples, ["mig"], "ksg"))[1] == []
+    mixed = np.c_[rng.integers(0, 4, n), rng.normal(size=n)]
+    _, notes, _ = _warned(lambda: mig(mixed, mixed + 0.05 * rng.normal(size=(n, 2)), "ksg"))
+    assert len(notes) == 1 and "factors [1] are continuous and the others discrete" in notes[0]
+
+
+def test_a_dead_latent_carries_nothing_and_edge_cases_of_the_table_metrics():
+    """ksg read a constant latent as 0.017 nats (its jitter), so minimality_mi scored the dead unit 0.33 and
+    back-ends disagreed on modularity; ridgeway_modularity of one factor was 1.0 for an all-zero MI matrix;
+    mi_metrics(..., ['u_lower']) returned the key 'unibound'; the joint-label refusal named 636 classes
+    without saying they are the joint label of the factors."""
+    from mibench.disentanglement import mi_metrics
+    from mibench.disentanglement.backends import BackendUnsupported, get_backend
+
+    rng = np.random.default_rng(0)
+    n = 1000
+    y = rng.integers(0, 4, (n, 2))
+    z = np.c_[y + 0.05 * rng.normal(size=(n, 2)), np.zeros(n)]
+    assert get_backend("ksg").mi(y[:, 0], z[:, 2:], discrete_y=True) == 0.0
+    assert mi_metrics(y, z, ["minimality_mi"], "ksg")["minimality_mi"] == pytest.approx(2 / 3, abs=0.01)
+    assert mi_metrics(y, z, ["ridgeway_modularity"], "ksg")["ridgeway_modularity"] == pytest.approx(
+        mi_metrics(y, z, ["ridgeway_modularity"], "histogram")["ridgeway_modularity"], abs=0.01)
+    zero = InfoTable(pair=np.zeros((1, 3)), normaliser=np.ones(1), discrete=np.ones(1, bool))
+    assert M.ridgeway_modularity_from_table(zero) == 0.0
+    assert set(mi_metrics(y, z[:, :2], ["u_lower", "mig"], "ksg")) == {"u_lower", "mig"}
+    y5 = rng.integers(0, 4, (n, 5))
+    with pytest.raises(BackendUnsupported, match="minimality_mi needs, reads the joint label of the factors"):
+        mi_metrics(y5, y5 + 0.1 * rng.normal(size=(n, 5)), ["minimality_mi"], "ksg")
+    with pytest.raises(BackendUnsupported, match="more bins than the 1000 samples"), \
+            pytest.warns(M.DisentanglementWarning, match="plug-in bias"):
+        mi_metrics(y, z, ["mig"], "histogram-5000")
+    with pytest.raises(MibenchError, match="encode category or string labels as integer codes"):
+        M.mig(np.array([["a", "b"]] * 10), z[:10])
+
+
+def test_the_gaussian_back_end_reads_a_discrete_factor_above_its_exact_mi():
+    """Why it warns on a discrete factor: y uniform on {0, 1, 2}, z = y + N(0, 0.3^2), whose exact MI is
+    a one-dimensional integral; the closed form reads it 0.14 nats high, ksg is within 0.03."""
+    from mibench.disentanglement.backends import get_backend
+
+    grid = np.linspace(-3.0, 5.0, 40001)
+    dens = np.exp(-0.5 * ((grid[None, :] - np.arange(3)[:, None]) / 0.3) ** 2) / (0.3 * math.sqrt(2 * math.pi))
+    mixture = dens.mean(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(dens > 0, dens * np.log(dens / mixture), 0.0)
+    exact = float(terms.mean(axis=0).sum() * (grid[1] - grid[0]))        # I = E_y KL(p(z|y) || p(z))
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 3, 20000)
+    z = (y + 0.3 * rng.normal(size=y.size))[:, None]
+    assert exact == pytest.approx(0.936, abs=0.002)
+    assert get_backend("gaussian").mi(y, z, discrete_y=True) > exact + 0.1
+    assert get_backend("ksg").mi(y, z, discrete_y=True) == pytest.approx(exact, abs=0.03)

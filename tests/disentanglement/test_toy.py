@@ -117,3 +117,20 @@ def test_bad_toy_arguments_are_one_line_errors(kwargs, msg):
     args = {"K": 5, "sigma": 0.1, "attack": "redundancy", "alpha": 1.0, **kwargs}
     with pytest.raises(MibenchError, match=msg):
         analytic_table(**args)
+
+
+@pytest.mark.parametrize("sigma", [1.0, 0.1, 1e-3])
+@pytest.mark.parametrize("attack", ["redundancy", "synergy"])
+def test_exact_values_hold_up_to_the_largest_accepted_alpha(sigma, attack):
+    """The exact values are log-determinants of covariances with entries of order alpha^2: at alpha = 1e8
+    (sigma 0.1) UniBound's limit 0 read as 0.18, and `mibench validate` failed a correct back-end against
+    it.  Up to MAX_ALPHA_OVER_SIGMA * sigma they agree with Table 1 within 1e-3 nats; beyond, refused."""
+    from mibench.disentanglement.toy import MAX_ALPHA_OVER_SIGMA
+
+    alpha = MAX_ALPHA_OVER_SIGMA * sigma
+    t, closed = analytic_table(K=5, sigma=sigma, attack=attack, alpha=alpha), table1_closed_forms(attack, alpha, sigma)
+    for name, value in closed.items():
+        if name in MI_METRICS:
+            assert metric(name, t) == pytest.approx(value, abs=1e-3), name
+    with pytest.raises(MibenchError, match="alpha must be at most"):
+        analytic_table(K=5, sigma=sigma, attack=attack, alpha=alpha * 1.01)
