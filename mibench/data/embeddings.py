@@ -24,16 +24,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 import time
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from mibench.data.sources import cache_dir, cached_md5, skip_md5
-from mibench.errors import MibenchError
+from mibench.errors import MibenchError, UnreadableInput
 
 #: the default text encoder: all-MiniLM-L6-v2 fine-tuned on IMDB labels (:mod:`mibench.data.finetune`)
 DEFAULT_ENCODER = "minilm-imdb"
@@ -406,41 +406,106 @@ def imdb_embeddings(data_dir=None, encoder=None, n_per_class: int | None = DEFAU
     npy, meta_path = folder / f"imdb-{kh}.npy", folder / f"imdb-{kh}.json"
     labels_all = df["label"].to_numpy().astype(np.int64)
     rows = imdb_subset_indices(labels_all, df["split"].to_numpy(), split, n_per_class, seed)
+    damaged = None
     if npy.is_file() and meta_path.is_file():
-        emb = np.load(npy)
-        meta = json.loads(meta_path.read_text())
-        if emb.shape[0] == len(rows):
-            meta["cache"] = "hit"
-            meta["cache_file"] = str(npy)
-            return emb, labels_all[rows], meta
-    shipped = _shipped_copy(key, len(rows)) if use_shipped else None
+        try:
+            emb, meta = read_cache(npy)
+        except UnreadableInput as exc:      # built again below, written whole this time
+            damaged = exc
+            print(f"mibench: note: {exc}; building it again", file=sys.stderr)
+        else:
+            if emb.shape[0] == len(rows):
+                meta["cache"] = "hit"
+                meta["cache_file"] = str(npy)
+                return emb, labels_all[rows], meta
+    try:
+        texts = df["text"].to_numpy()[rows]
+        emb, meta = _build(CacheMiss(key, kh, npy, rows, texts), encoder, ident, max_length,
+                           {"batch_size": batch_size, "progress": progress, "compute": compute,
+                            "use_shipped": use_shipped})
+    except MibenchError as exc:
+        if damaged is None:
+            raise
+        raise UnreadableInput(f"{damaged}, and it cannot be built again here: {exc}") from None
+    return emb, labels_all[rows], meta
+
+
+@dataclass(frozen=True)
+class CacheMiss:
+    """An embedding cache entry to build: its key, key hash, .npy path, subset rows and their texts."""
+
+    key: dict
+    key_hash: str
+    npy: Path
+    rows: np.ndarray
+    texts: np.ndarray
+
+
+def _build(miss: CacheMiss, encoder, ident: dict, max_length: int, options: dict):
+    """(embeddings, meta) of a cache miss: the shipped copy when its key is this one, else computed
+    (``options``: batch_size, progress, compute, use_shipped of :func:`imdb_embeddings`); each file
+    written whole or not at all (a crash or Ctrl-C leaves no half-written file to read next time)."""
+    key, kh, npy, rows = miss.key, miss.key_hash, miss.npy, miss.rows
+    shipped = _shipped_copy(key, len(rows)) if options["use_shipped"] else None
     if shipped is not None:
         meta = {"key": key, "key_hash": kh, "rows": rows.tolist(), "n": len(rows),
                 "origin": "float16 copy shipped in mibench/data/embedded (identical key)"}
-        np.save(npy, shipped)
-        meta_path.write_text(json.dumps(meta))
+        _write_cache(npy, shipped, meta)
         meta["cache"] = "seeded from the shipped float16 copy"
         meta["cache_file"] = str(npy)
-        return shipped, labels_all[rows], meta
-    if not compute:
+        return shipped, meta
+    if not options["compute"]:
         raise MibenchError("IMDB embeddings for this encoder/subset are not cached; run `mibench data --prepare`")
     require_transformers("computing text embeddings")
+    resolve_encoder(encoder)    # a missing encoder is said before the line announcing the work
     n = len(rows)
     print(f"mibench: embedding {n} IMDB reviews with {ident['encoder']} (max_length {max_length}); "
-          f"cached afterwards in {folder}", file=sys.stderr)
+          f"cached afterwards in {npy.parent}", file=sys.stderr)
     t0 = time.perf_counter()
-    emb = embed_texts(df["text"].to_numpy()[rows], encoder, max_length, batch_size, progress)
+    emb = embed_texts(miss.texts, encoder, max_length, options["batch_size"], options["progress"])
     seconds = time.perf_counter() - t0
     meta = {"key": key, "key_hash": kh, "rows": rows.tolist(), "n": n, "origin": "computed",
             "seconds": round(seconds, 2), "seconds_per_text": round(seconds / max(n, 1), 4),
             "torch_threads": _threads()}
-    tmp = npy.with_suffix(f".tmp{os.getpid()}.npy")
-    np.save(tmp, emb)
-    os.replace(tmp, npy)
-    meta_path.write_text(json.dumps(meta))
+    _write_cache(npy, emb, meta)
     meta["cache"] = "computed"
     meta["cache_file"] = str(npy)
-    return emb, labels_all[rows], meta
+    return emb, meta
+
+
+def _write_cache(npy: Path, emb: np.ndarray, meta: dict) -> None:
+    """The embeddings, then their .json (a reader needs both), each to a temporary file renamed into place."""
+    from mibench.records.io import atomic_path, write_text
+
+    with atomic_path(npy) as tmp, open(tmp, "wb") as fh:
+        np.save(fh, emb)
+    write_text(npy.with_suffix(".json"), json.dumps(meta))
+
+
+def read_cache(npy: Path, mmap: bool = False) -> tuple[np.ndarray, dict]:
+    """(embeddings, meta) of the cache entry ``npy`` and its .json.  A file that does not load (cut off
+    by a crash of a version that wrote it in place, edited by hand) is one :class:`UnreadableInput` line
+    naming it; ``mmap`` checks the .npy without reading its data (``mibench data``)."""
+    meta_path = npy.with_suffix(".json")
+    try:
+        meta = json.loads(meta_path.read_text())
+        if not isinstance(meta, dict):
+            raise ValueError(f"a JSON {type(meta).__name__}, not an object")
+    except (OSError, ValueError) as exc:
+        raise _damaged_cache(meta_path, exc) from None
+    try:
+        emb = np.load(npy, mmap_mode="r" if mmap else None, allow_pickle=False)
+        if emb.ndim != 2 or emb.dtype.kind != "f":
+            raise ValueError(f"a {emb.dtype} array of shape {emb.shape}, not (reviews, dim) floats")
+    except (OSError, ValueError, EOFError) as exc:
+        raise _damaged_cache(npy, exc) from None
+    return emb, meta
+
+
+def _damaged_cache(path: Path, exc: BaseException) -> UnreadableInput:
+    text = str(exc).strip().splitlines()
+    why = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    return UnreadableInput(f"the cached IMDB embeddings file {path} cannot be read ({why})")
 
 
 def _shipped_copy(key: dict, n: int):

@@ -12,14 +12,16 @@ from pathlib import Path
 
 import numpy as np
 
-from mibench.data.sources import CIFAR_DIR, DATASETS, IMDB_CSV, ensure_dataset, present_files
+from mibench.data.sources import CIFAR_DIR, DATASETS, IMDB_CSV, ensure_dataset, present_files, unchecked_reason
 from mibench.errors import MibenchError, UnreadableInput
 
 
-def _damaged(path, exc: BaseException):
-    """A data file that cannot be decoded (cut off, corrupted): one line, exit code 4."""
-    return UnreadableInput(f"{path} is truncated or damaged ({type(exc).__name__}: {exc}); fetch it again "
-                           "(its md5 was not checked: MIBENCH_SKIP_MD5 is set)")
+def _damaged(path, why) -> UnreadableInput:
+    """A data file that cannot be decoded (cut off, corrupted, not what the layout names): one line,
+    exit code 4, saying why its checksum did not stop it first (:func:`unchecked_reason`)."""
+    if isinstance(why, BaseException):
+        why = f"{type(why).__name__}: {why}"
+    return UnreadableInput(f"{path} is truncated or damaged ({why}); fetch it again ({unchecked_reason(path)})")
 
 
 def _read_idx(path: Path) -> np.ndarray:
@@ -30,12 +32,14 @@ def _read_idx(path: Path) -> np.ndarray:
         raise _damaged(path, exc) from None
     magic = int.from_bytes(data[0:4], "big")
     if magic >> 8 != 0x08:  # unsigned byte
-        raise UnreadableInput(f"{path} is not an IDX uint8 file (magic {magic:#x})")
+        raise _damaged(path, f"not an IDX uint8 file: magic {magic:#x}")
     ndim = magic & 0xFF
+    if len(data) < 4 + 4 * ndim:    # cut inside the header: the dimensions are not all there
+        raise _damaged(path, f"{len(data)} bytes, shorter than the {4 + 4 * ndim}-byte header of a {ndim}-d IDX file")
     shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
     arr = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
     if arr.size != int(np.prod(shape)):
-        raise UnreadableInput(f"{path}: IDX payload has {arr.size} bytes, header says {shape}")
+        raise _damaged(path, f"the IDX payload has {arr.size} bytes, its header says {shape}")
     return arr.reshape(shape)
 
 
@@ -68,21 +72,43 @@ def load_mnist(data_dir=None, split: str = "train", download: bool = False):
 def _load_cifar_cached(root: str, names: tuple[str, ...]):
     images, labels = [], []
     for name in names:
+        path = Path(root) / CIFAR_DIR / name
         try:
-            with open(Path(root) / CIFAR_DIR / name, "rb") as f:
+            with open(path, "rb") as f:
                 batch = pickle.load(f, encoding="bytes")
-        except (EOFError, pickle.UnpicklingError, ValueError) as exc:
-            raise _damaged(Path(root) / CIFAR_DIR / name, exc) from None
-        data = batch.get(b"data", batch.get("data"))
-        lab = batch.get(b"labels", batch.get("labels"))
-        data = np.asarray(data, dtype=np.uint8)
-        if data.ndim != 2 or data.shape[1] != 3072:
-            raise UnreadableInput(f"CIFAR-10 batch {name}: data has shape {data.shape}, expected (N, 3072)")
+        except (EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError, ImportError, IndexError,
+                KeyError) as exc:   # what pickle raises for bytes that are not a pickle
+            raise _damaged(path, exc) from None
+        data, lab = _cifar_arrays(path, batch)
         images.append(data.reshape(-1, 3, 32, 32))
-        labels.append(np.asarray(lab, dtype=np.uint8))
+        labels.append(lab)
     out = np.concatenate(images), np.concatenate(labels)
     out[0].setflags(write=False)
     return out
+
+
+def _cifar_arrays(path: Path, batch) -> tuple[np.ndarray, np.ndarray]:
+    """(data uint8 (N, 3072), labels (N,)) of one unpickled batch; a pickle that is not a CIFAR-10 batch
+    (not a dict, a key missing, no rows, labels that do not match the rows) is a damaged file."""
+    if not isinstance(batch, dict):
+        raise _damaged(path, f"the pickle holds a {type(batch).__name__}, not a CIFAR-10 batch dict")
+    got = {}
+    for key in ("data", "labels"):
+        value = batch.get(key.encode(), batch.get(key))
+        if value is None:
+            raise _damaged(path, f"the batch has no {key!r} entry")
+        try:
+            got[key] = np.asarray(value, dtype=np.uint8)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise _damaged(path, f"its {key!r} entry is not uint8 numbers ({type(exc).__name__})") from None
+    data, lab = got["data"], got["labels"]
+    if data.ndim != 2 or data.shape[1] != 3072:
+        raise _damaged(path, f"its data has shape {data.shape}, expected (N, 3072)")
+    if len(data) == 0:
+        raise _damaged(path, "the batch holds no images")
+    if lab.shape != (len(data),):
+        raise _damaged(path, f"{len(data)} images but labels of shape {lab.shape}")
+    return data, lab
 
 
 def load_cifar10(data_dir=None, download: bool = False):

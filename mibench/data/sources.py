@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import sys
 import tarfile
 import tempfile
@@ -224,29 +225,33 @@ def _load_records() -> dict:
 
 
 def _save_records(records: dict) -> None:
-    path = _record_path()
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(records, indent=1, sort_keys=True))
-    os.replace(tmp, path)
+    from mibench.records.io import write_text
+
+    write_text(_record_path(), json.dumps(records, indent=1, sort_keys=True))
 
 
-def cached_md5(path: Path) -> str:
-    """md5 of ``path``, computed once per (absolute path, size, mtime_ns) and remembered."""
+def cached_md5(path: Path, rehash: bool = False) -> str:
+    """md5 of ``path``, computed once per (absolute path, size, mtime_ns) and remembered;
+    ``rehash`` computes it afresh (a file edited in place can keep its size and mtime) and
+    updates the record."""
     path = Path(path).resolve()
     st = path.stat()
     key = str(path)
     with _lock:
         records = _load_records()
         rec = records.get(key)
-        if rec and rec.get("size") == st.st_size and rec.get("mtime_ns") == st.st_mtime_ns:
+        if not rehash and rec and rec.get("size") == st.st_size and rec.get("mtime_ns") == st.st_mtime_ns:
             return rec["md5"]
     digest = md5_file(path)
     with _lock:
         records = _load_records()
+        old = records.get(key) or {}
         records[key] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "md5": digest}
+        if old.get("derived_from") and old.get("md5") == digest:    # the same bytes: still built locally
+            records[key]["derived_from"] = old["derived_from"]
         try:
             _save_records(records)
-        except OSError:
+        except (OSError, MibenchError):     # a read-only cache: the md5 is computed again next time
             pass
     return digest
 
@@ -260,9 +265,9 @@ def _derived_from(path: Path, digest: str) -> str | None:
     return rec.get("derived_from") if rec.get("md5") == digest else None
 
 
-def verify_file(path: Path, spec: FileSpec) -> dict:
+def verify_file(path: Path, spec: FileSpec, rehash: bool = False) -> dict:
     """{"file", "md5", "status"}; raises on a known-md5 mismatch unless MIBENCH_SKIP_MD5=1."""
-    digest = cached_md5(path)
+    digest = cached_md5(path, rehash)
     if not spec.md5:
         status = "no known md5"
     elif digest in spec.md5:
@@ -277,6 +282,36 @@ def verify_file(path: Path, spec: FileSpec) -> dict:
             "remove the file to fetch it again, or set MIBENCH_SKIP_MD5=1 to use it anyway"
         )
     return {"file": spec.relpath, "md5": digest, "status": status}
+
+
+def spec_for(path) -> FileSpec | None:
+    """The expected file that ``path`` is (matched by its path under the data directory), or None."""
+    posix = Path(path).as_posix()
+    for spec in DATASETS.values():
+        for f in spec.files:
+            if posix == f.relpath or posix.endswith("/" + f.relpath):
+                return f
+    return None
+
+
+def unchecked_reason(path) -> str:
+    """Why a data file that turned out not to decode was not refused by its checksum first.  The file
+    is hashed afresh, since its remembered md5 may predate an edit that kept its size and mtime, and
+    the record is updated, so ``mibench data`` then shows what it holds."""
+    spec = spec_for(path)
+    try:
+        digest = cached_md5(Path(path), rehash=True)
+    except OSError as exc:
+        return f"its md5 could not be computed: {exc.strerror or exc}"
+    if spec is None or not spec.md5:
+        return "mibench knows no md5 for it"
+    if digest in spec.md5 or _derived_from(Path(path), digest):
+        return f"its md5 {digest} is the expected one"
+    published = " or ".join(spec.md5)
+    if skip_md5():
+        return f"its md5 {digest} is not the published {published}; MIBENCH_SKIP_MD5 is set, so that was not refused"
+    return (f"its md5 is now {digest}, not the published {published}: it changed after its md5 was checked, keeping "
+            "its size and modification time; `mibench data --rehash` checks every file afresh")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -296,13 +331,24 @@ def is_present(name: str, root) -> bool:
     return bool(have) if spec.required == "any" else len(have) == len(spec.files)
 
 
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
 def missing_message(name: str, root: Path) -> str:
     spec = DATASETS[name]
     if spec.required == "any":
         want = f"any of {', '.join(f.relpath.rsplit('/', 1)[1] for f in spec.files)} in {root / CIFAR_DIR}"
+        dirs = [f.relpath.rsplit("/", 1)[1] for f in spec.files if _is_dir(root / f.relpath)]
+        if dirs:
+            want += f" ({', '.join(dirs)} {'is a directory' if len(dirs) == 1 else 'are directories'}, not files)"
     else:
         missing = [f.relpath for f in spec.files if not (root / f.relpath).is_file()]
-        want = ", ".join(str(root / m) for m in missing)
+        want = ", ".join(str(root / m) + (" (a directory is there, not the file)" if _is_dir(root / m) else "")
+                         for m in missing)
     return (f"{name} data not found: expected {want} "
             f"(set --data-dir or MIBENCH_DATA to the directory that holds {name}/: {FORMATS[name]}; "
             f"`mibench data` prints the whole layout; online, `mibench data --download {name}` fetches it "
@@ -436,21 +482,46 @@ def _download_imdb(root: Path) -> None:
         _save_records(records)
 
 
-def dataset_status(name: str, data_dir=None) -> dict:
-    """Presence + checksum rows for ``mibench data``; never raises for missing data."""
+def dataset_status(name: str, data_dir=None, rehash: bool = False) -> dict:
+    """Presence + checksum rows for ``mibench data``; never raises for missing data.  A file that is
+    there but cannot be used gets a status naming why (``MISMATCH``, ``UNREADABLE``, ``NOT A FILE``,
+    :data:`UNUSABLE`) instead of stopping the listing; ``rehash`` checks every md5 afresh."""
     root = resolve_data_dir(data_dir)
     out = {"dataset": name, "root": str(root), "present": False, "files": []}
     if root == EMBEDDED:
         return out
-    for f in DATASETS[name].files:
-        p = root / f.relpath
-        row = {"file": f.relpath, "present": p.is_file()}
-        if p.is_file():
-            row["bytes"] = p.stat().st_size
-            try:
-                row.update(verify_file(p, f))
-            except MibenchError as exc:
-                row["status"] = f"MISMATCH: {exc}"
-        out["files"].append(row)
-    out["present"] = is_present(name, root)
+    spec = DATASETS[name]
+    out["files"] = [_file_row(root / f.relpath, f, rehash) for f in spec.files]
+    have = [r for r in out["files"] if r["present"]]
+    out["present"] = bool(have) if spec.required == "any" else len(have) == len(spec.files)
     return out
+
+
+#: the statuses ``mibench data`` flags (exit 4): a file that is there but does not match its md5 (even when
+#: MIBENCH_SKIP_MD5 lets a run use it), cannot be read, or is a directory or other non-file
+UNUSABLE = ("MISMATCH", "UNREADABLE", "NOT A FILE")
+
+
+def _file_row(path: Path, spec: FileSpec, rehash: bool) -> dict:
+    row = {"file": spec.relpath, "present": False}
+    try:
+        st = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return row
+    except OSError as exc:
+        row["status"] = f"UNREADABLE: {exc.strerror or exc}"
+        return row
+    if not stat.S_ISREG(st.st_mode):
+        row["status"] = "NOT A FILE: " + ("a directory is there" if stat.S_ISDIR(st.st_mode) else "not a regular file")
+        return row
+    row["present"] = True
+    row["bytes"] = st.st_size
+    try:
+        with open(path, "rb"):      # readable, even when its md5 is remembered and not read again
+            pass
+        row.update(verify_file(path, spec, rehash))
+    except MibenchError as exc:
+        row["status"] = f"MISMATCH: {exc}"
+    except OSError as exc:
+        row["status"] = f"UNREADABLE: {exc.strerror or exc}"
+    return row
