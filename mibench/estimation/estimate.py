@@ -256,8 +256,8 @@ def _critic_settings(n: int, dim_x: int, dim_y: int, settings: EstimateSettings)
         raise MibenchError(f"batch_size must be >= 2, got {s['batch_size']}")
     if not (s["lr"] > 0 and math.isfinite(s["lr"])):
         raise MibenchError(f"lr must be a positive number, got {s['lr']}")
-    if int(s["steps"]) < 1 or int(s["eval_every"]) < 1 or int(s["patience"]) < 0:
-        raise MibenchError("steps and eval_every must be >= 1 and patience >= 0")
+    if int(s["steps"]) < 1 or int(s["eval_every"]) < 1 or int(s["patience"]) < 0 or int(s["min_steps"]) < 0:
+        raise MibenchError("steps and eval_every must be >= 1, patience and min_steps >= 0")
     if not (s["noise"] >= 0 and math.isfinite(s["noise"])):
         raise MibenchError(f"noise must be a number >= 0, got {s['noise']}")
     from mibench.critics import critic_sizes

@@ -90,6 +90,14 @@ KSG_RELIABLE_SIDE_DIMS = 3
 #: ``ksg`` reports ``tied_values`` where a column has fewer distinct values than this share of the rows: its
 #: neighbour counts assume continuous data, and the 1e-10 jitter orders ties arbitrarily (docs/estimators.md)
 KSG_MIN_DISTINCT_SHARE = 0.5
+#: ... or where more than this share of the (x, y) rows repeat an earlier row: each copy is its twin's
+#: nearest neighbour at the jitter's distance, which reads as dependence
+KSG_MAX_REPEATED_ROWS = 0.01
+#: ``histogram`` reports ``outlier_range`` where a variable with more distinct values than bins has fewer
+#: than this share of its bins holding at least :data:`HISTOGRAM_HELD_SHARE` of the pairs each: its
+#: equal-width bins span a range set by a few outliers, and most pairs share a bin, which reads as
+#: independence
+HISTOGRAM_MIN_USED_BINS, HISTOGRAM_HELD_SHARE = 0.25, 0.01
 #: ``histogram`` reports ``few_pairs_per_bin`` where the plug-in's first-order bias on independent data,
 #: (bins - 1)^2 / (2 n) nats (Miller 1955; Paninski 2003 §3), exceeds this
 HISTOGRAM_BIAS_NATS = 0.05
@@ -349,9 +357,22 @@ class KSG:
 
 
 def _tied(x: np.ndarray, y: np.ndarray) -> bool:
-    """Whether a column of x or y has fewer distinct values than KSG_MIN_DISTINCT_SHARE of the rows."""
+    """Whether a non-constant column of x or y has fewer distinct values than KSG_MIN_DISTINCT_SHARE of the
+    rows (a constant column changes no distance), or more than KSG_MAX_REPEATED_ROWS of the rows repeat."""
     least = KSG_MIN_DISTINCT_SHARE * x.shape[0]
-    return any(len(np.unique(col)) < least for a in (x, y) for col in a.T)
+    if any(1 < len(np.unique(col)) < least for a in (x, y) for col in a.T):
+        return True
+    repeated = x.shape[0] - len(np.unique(np.hstack([x, y]), axis=0))
+    return repeated > KSG_MAX_REPEATED_ROWS * x.shape[0]
+
+
+def _outlier_range(col: np.ndarray, bins: int) -> bool:
+    """Whether ``col`` (more distinct values than ``bins``) has most of its pairs in a few of its equal-width
+    bins (:data:`HISTOGRAM_MIN_USED_BINS`): a range set by outliers."""
+    if len(np.unique(col)) <= bins:
+        return False                        # a discrete variable: each value in a bin of its own is exact
+    counts = np.bincount(equal_width_bins(col, bins), minlength=bins)
+    return (counts >= HISTOGRAM_HELD_SHARE * len(col)).sum() < HISTOGRAM_MIN_USED_BINS * bins
 
 
 class GaussianCCA:
@@ -369,8 +390,13 @@ class GaussianCCA:
 
     def estimate(self, x, y, *, seed: int = 0) -> float:
         self.status = ""
-        a, b = gaussian_parts(*_pair(x, y))
+        x, y = _pair(x, y)
+        a, b = gaussian_parts(x, y)
         value = float(gaussian_mi_parts(a, b))
+        if value == np.inf and _tied(x, y):    # a linear relation of continuous values is infinite MI, not these
+            raise MibenchError("gaussian: x and y are in an exact linear relation, and they take few distinct "
+                               "values (labels, counts): their MI is finite, at most their entropy, which the "
+                               "Gaussian closed form cannot read; use histogram, ksg or a critic bound")
         self.status = gaussian_status(a, b)
         return value
 
@@ -379,7 +405,8 @@ class Histogram:
     """``histogram`` (``histogram-<bins>``): plug-in MI on equal-width bins (20 per variable, as
     disentanglement_lib); **one-dimensional x and y only** -- anything else is refused with one line.
     ``status`` is ``few_pairs_per_bin`` when the plug-in's bias on independent data, (bins - 1)^2 / (2 n)
-    nats, exceeds :data:`HISTOGRAM_BIAS_NATS` (e.g. below 3,610 pairs at 20 bins), else empty."""
+    nats, exceeds :data:`HISTOGRAM_BIAS_NATS` (e.g. below 3,610 pairs at 20 bins), else ``outlier_range``
+    where a few outliers set a variable's bins (:data:`HISTOGRAM_MIN_USED_BINS`), else empty."""
 
     kind = "black-box"
     n_parameters = 0
@@ -399,7 +426,8 @@ class Histogram:
             raise MibenchError(f"{self.name} bins one variable against one: x has {x.shape[1]} and y "
                                f"{y.shape[1]} dimensions (use ksg, gaussian or a neural estimator)")
         bias = (self.bins - 1) ** 2 / (2 * x.shape[0])
-        self.status = "few_pairs_per_bin" if bias > HISTOGRAM_BIAS_NATS else ""
+        outliers = _outlier_range(x[:, 0], self.bins) or _outlier_range(y[:, 0], self.bins)
+        self.status = "few_pairs_per_bin" if bias > HISTOGRAM_BIAS_NATS else "outlier_range" if outliers else ""
         return float(plugin_mi(equal_width_bins(x[:, 0], self.bins), equal_width_bins(y[:, 0], self.bins)))
 
 

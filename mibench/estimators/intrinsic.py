@@ -18,8 +18,8 @@ import numpy as np
 
 MAX_ROWS = 2000        # the rows the estimate reads (a seeded subsample): O(rows^2 dim) distances
 LOW_RATIO = 0.6        # a side is low-dimensional below this share of the Gaussian sample's estimate
-MIN_DISTINCT = 200     # fewer distinct rows (or a column with fewer distinct values) than this: discrete,
-                       # which the jitter these estimators add is the answer to; not judged
+MIN_DISTINCT = 200     # fewer distinct rows (or a column with fewer distinct values) than this: discrete
+                       # (:func:`discrete_sides`), no density either
 
 
 def two_nn_dimension(a: np.ndarray) -> float:
@@ -69,8 +69,33 @@ def low_dimensional_sides(x: np.ndarray | None, y: np.ndarray | None, seed: int)
     return out
 
 
+def discrete_sides(x: np.ndarray | None, y: np.ndarray | None) -> dict:
+    """{side: {"discrete_columns": k, "coordinates": d}} for each given side with k > 0 discrete columns:
+    fewer distinct values than :data:`MIN_DISTINCT`, or than half the rows where there are fewer rows
+    (class labels, binary or count data).  Such a side has no density either: the jitter the generative
+    estimators add turns each value into a narrow bump, and what they read is set by how well they model those
+    bumps (a density model of 4 class labels read half their MI, reporting ``converged``)."""
+    out = {}
+    for side, a in (("x", x), ("y", y)):
+        if a is None:
+            continue
+        a = np.asarray(a, dtype=np.float64).reshape(len(a), -1)
+        least = min(MIN_DISTINCT, a.shape[0] // 2)
+        k = sum(len(np.unique(col)) < least for col in a.T)
+        if k:
+            out[side] = {"discrete_columns": int(k), "coordinates": int(a.shape[1])}
+    return out
+
+
 def no_density_reason(sides: dict) -> str:
-    """The one-line reason of status ``no_density`` for :func:`low_dimensional_sides`' result."""
+    """The one-line reason of status ``no_density`` for the result of :func:`low_dimensional_sides` and
+    :func:`discrete_sides`."""
+    discrete = {side: v for side, v in sides.items() if isinstance(v, dict)}
+    if discrete:
+        parts = ", ".join(f"{side} has {v['discrete_columns']} of {v['coordinates']}" for side, v in discrete.items())
+        return (f"discrete values ({parts} columns with few distinct values): the data have no density, and a "
+                "density-based estimate of the jittered values is not reliable (prefer a critic bound, ksg or "
+                "histogram there)")
     parts = ", ".join(f"{side} {v[0]:g} of {v[2]} coordinates (a Gaussian sample: {v[1]:g})"
                       for side, v in sides.items())
     return (f"the data lie on a manifold of lower dimension than their coordinates (TwoNN dimension {parts}): "

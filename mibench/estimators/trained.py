@@ -16,7 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from mibench.errors import MibenchError
-from mibench.estimators.intrinsic import low_dimensional_sides, no_density_reason
+from mibench.estimators.intrinsic import discrete_sides, low_dimensional_sides, no_density_reason
 from mibench.estimators.kinds import GENERATIVE
 from mibench.estimators.preprocess import normal_scores, zscore
 from mibench.estimators.trained_members import Best, MemberTraining, held_out_reads, load_best, training_threads
@@ -351,8 +351,9 @@ class HeldOutEstimator(MemberTraining):
             return None
         y = y[:, keep]
         # the modelled sides without a density (y, and x where its density is modelled too)
-        self.intrinsic = (low_dimensional_sides(x[:n_train, keep_x] if self.models_x else None, y[:n_train], seed)
-                          if self.kind == GENERATIVE else {})
+        modelled_x = x[:n_train, keep_x] if self.models_x else None
+        self.intrinsic = ({**low_dimensional_sides(modelled_x, y[:n_train], seed),
+                           **discrete_sides(modelled_x, y[:n_train])} if self.kind == GENERATIVE else {})
         parts = (slice(0, n_train), slice(n_train, n_train + n_val), slice(n_train + n_val, n))
         y = np.concatenate([y[p] + s.jitter * rng.standard_normal(y[p].shape) for p in parts])
         if self.models_x:

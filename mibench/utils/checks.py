@@ -43,7 +43,15 @@ def as_2d(a, name: str, *, min_rows: int = 2, flatten: bool = False) -> np.ndarr
         array is refused.
     """
     if hasattr(a, "detach") and hasattr(a, "cpu"):          # a torch tensor, without importing torch
-        a = a.detach().cpu().numpy()
+        if getattr(a, "is_sparse", False) or str(getattr(a, "layout", "")) != "torch.strided":
+            a = a.to_dense()
+        a = a.detach().cpu()
+        if a.is_floating_point() and str(a.dtype) not in ("torch.float16", "torch.float32", "torch.float64"):
+            a = a.double()                                    # bfloat16 and the float8s: numpy has none
+        a = a.numpy()
+    if np.ma.isMaskedArray(a) and np.ma.getmaskarray(a).any():
+        raise MibenchError(f"{name} is a masked array with masked entries: drop or fill those rows first "
+                           "(the values under the mask would be read as data)")
     try:
         if np.iscomplexobj(a):       # float64 would keep the real part and drop the rest, with a warning only
             raise MibenchError(f"{name} is complex: pass real arrays (e.g. the real and imaginary parts as columns)")

@@ -12,10 +12,10 @@ import pytest
 
 from mibench.cli import main
 
-TINY = ["--task", "gaussian", "--dim", "2", "--hidden", "8", "--layers", "0", "--batch-size", "16", "--device", "cpu",
-        "--quiet", "--no-plot"]
+BASE = ["--task", "gaussian", "--dim", "2", "--device", "cpu", "--quiet", "--no-plot"]
+TINY = [*BASE, "--hidden", "8", "--layers", "0", "--batch-size", "16"]        # the critics' sizes
 STREAM = ["run", *TINY, "--estimator", "smile,nwj", "--steps", "60", "--mi", "1,2"]
-SAMPLE = ["run", *TINY, "--estimator", "gaussian,ksg", "--n", "300", "--seeds", "0,1", "--mi", "1", "--timeout", "0"]
+SAMPLE = ["run", *BASE, "--estimator", "gaussian,ksg", "--n", "300", "--seeds", "0,1", "--mi", "1", "--timeout", "0"]
 
 
 def one_line_error(capsys, code, *needles):
@@ -79,6 +79,19 @@ def test_an_existing_run_needs_resume_or_overwrite(tmp_path, capsys):
     assert main([*STREAM, "--out", str(out), "--overwrite"]) == 0
     assert (out / "summary.csv").read_text() == first                  # same seed, same numbers
     assert main([*STREAM, "--out", str(out), "--resume", "--overwrite"]) == 2
+
+
+def test_training_flags_for_estimators_that_do_not_take_them_are_refused(tmp_path, capsys):
+    """A sample run's --steps and critic sizes reach critic estimators only: with gaussian, ksg or doe-flow
+    alone they were ignored (doe-flow trained its 2,000 steps with --steps -5, exit 0)."""
+    assert main([*SAMPLE, "--hidden", "8", "--out", str(tmp_path / "a")]) == 2
+    one_line_error(capsys, 2, "--hidden set a critic estimator's training", "gaussian, ksg use their own settings")
+    one = ["run", *BASE, "--n", "300"]
+    assert main([*one, "--estimator", "doe-flow", "--steps", "-5", "--out", str(tmp_path / "b")]) == 2
+    one_line_error(capsys, 2, "doe-flow uses its own settings")
+    assert main([*one, "--estimator", "infonce", "--steps", "0", "--out", str(tmp_path / "c")]) == 2
+    one_line_error(capsys, 2, "--steps must be >= 1")
+    assert not any((tmp_path / d).exists() for d in "abc")
 
 
 def test_the_two_protocols_never_share_a_directory(tmp_path, capsys):

@@ -336,6 +336,34 @@ def test_ksg_on_tied_values_and_histogram_on_few_pairs_say_so():
     assert mibench.estimate(x[:1000], y[:1000], estimator="histogram-5").status == "not_assessed"
 
 
+def test_repeated_rows_outliers_and_discrete_sides_are_flagged():
+    """Each read a wrong number under a usable status: ksg on independent rows given twice 1.09 bits
+    (`not_assessed`: 50% distinct values per column passed the tie test), histogram with one value of 1e4 among
+    5,000 normal pairs 0.0005 bits of 0.52, a density model on 4 class labels `converged`."""
+    import mibench
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(2000, 1)), rng.normal(size=(2000, 1))
+    twice = mibench.estimate(np.r_[x, x], np.r_[y, y], estimator="ksg")
+    assert twice.status == "tied_values" and twice.mi > 0.7
+    assert mibench.estimate(x, y, estimator="ksg").status == "not_assessed"
+    constant = mibench.estimate(np.c_[x, np.ones(2000)], y + x, estimator="ksg")      # a constant column: no tie
+    assert constant.status == "not_assessed"
+    x5 = rng.normal(size=5000)
+    y5 = x5 + rng.normal(size=5000)                                                  # 0.5 bits
+    assert mibench.estimate(x5, y5, estimator="histogram").status == "not_assessed"
+    x5[0] = 1e4
+    far = mibench.estimate(x5, y5, estimator="histogram")
+    assert far.status == "outlier_range" and far.mi < 0.01
+    assert 6 < mibench.estimate(x5[1:], x5[1:] ** 2, estimator="ksg").mi < math.inf   # not detected: finite
+    labels = rng.integers(0, 4, 5000)                                                # 4 values in 4 bins: exact
+    assert mibench.estimate(labels, labels + rng.normal(size=5000), estimator="histogram").status == "not_assessed"
+    lab = rng.integers(0, 4, 1000)
+    noisy = np.where(rng.random(1000) < 0.2, rng.integers(0, 4, 1000), lab)
+    res = mibench.estimate(lab, noisy, estimator="fmmi-c", steps=300, eval_every=50)
+    assert res.status == "no_density", res.status
+
+
 def test_ksg_high_dimensional_status_is_recorded(tmp_path):
     from mibench.protocols.sample.run import SampleConfig, run_sample
     from mibench.records import read_sample_estimates

@@ -56,6 +56,7 @@ class SampleConfig:
         for key, value in (self.estimate_kwargs or {}).items():
             if key in HARD_LIMITS:
                 hard_limit(value, "--" + key.replace("_", "-"), key)
+        _check_training_flags(self.estimate_kwargs or {})
         too_few_pairs(n, names, "--n")
         seeds = parse_seeds(self.seeds, "--seeds")
         timeout = None if self.timeout in (None, 0, "none") else float(self.timeout)
@@ -91,6 +92,37 @@ def check_memory(cfg: SampleConfig, task, device, critic_bound: bool) -> None:
         values["batch_size"] = min(int(values["batch_size"]), cfg.n)
         critic = critic_sizes(cfg.critic, *dims, check_critic_for_task(cfg.critic, task))
         estimate_sizes_fit(values, cfg.n, critic, int(cfg.estimate_kwargs.get("embed", 32)), device, flags=True)
+
+
+#: the least value of each training flag a sample run passes to its critic estimators
+TRAINING_FLAG_FLOORS = {"steps": 1, "batch_size": 2, "hidden": 1, "layers": 0, "embed": 1}
+
+
+def check_flags_reach_a_critic(kwargs: dict, estimators) -> None:
+    """Training flags of a sample run (``--steps``, ``--lr``, ...) given only where a critic estimator
+    takes them: the black-box and generative estimators train with their own settings (recorded as
+    ``estimator_settings`` in config.json), so flags given for them alone were ignored in silence.  (A
+    sweep's spec-wide settings reach every cell, including cells of other estimators, so it is checked
+    on the command line only.)"""
+    from mibench.estimators import ESTIMATORS, resolve_estimators
+    from mibench.estimators.kinds import CRITIC
+
+    names = resolve_estimators(estimators)
+    if kwargs and not any(getattr(ESTIMATORS.get(n).obj, "kind", None) == CRITIC for n in names):
+        flags = ", ".join("--" + k.replace("_", "-") for k in sorted(kwargs))
+        own = "uses its" if len(names) == 1 else "use their"
+        raise MibenchError(f"{flags} set a critic estimator's training; {', '.join(names)} {own} own settings "
+                           "(recorded as estimator_settings in config.json): leave them out")
+
+
+def _check_training_flags(kwargs: dict) -> None:
+    """The training flags of a sample run in range (:data:`TRAINING_FLAG_FLOORS`; ``lr`` positive)."""
+    for key, value in kwargs.items():
+        least = TRAINING_FLAG_FLOORS.get(key)
+        bad = (not (value > 0 and math.isfinite(value))) if key == "lr" else (least is not None and value < least)
+        if bad:
+            want = "a positive number" if key == "lr" else f">= {least}"
+            raise MibenchError(f"--{key.replace('_', '-')} must be {want}, got {value}")
 
 
 #: the type of every field in a config.json (None: checked by ``resolved``)

@@ -11,7 +11,7 @@ import numpy as np
 from mibench.errors import MibenchError
 from mibench.protocols.base import RunProtocol
 from mibench.protocols.sample.cells import SampleCells
-from mibench.protocols.sample.config import DEFAULT_TIMEOUT, SampleConfig
+from mibench.protocols.sample.config import DEFAULT_TIMEOUT, SampleConfig, check_flags_reach_a_critic
 from mibench.protocols.sample.records import SampleRecords
 
 
@@ -41,6 +41,7 @@ class SampleProtocol(SampleRecords, SampleCells, RunProtocol):
         if "seed" in given and args.seeds is not None:      # --seed was ignored
             raise MibenchError("give --seed or --seeds, not both (a sample run takes the seeds of --seeds)")
         kwargs = {k: getattr(args, k) for k in ("steps", "batch_size", "lr", "hidden", "layers", "embed") if k in given}
+        check_flags_reach_a_critic(kwargs, args.estimators)
         # left out, a sample run takes one level (4 bits: one dataset per seed, not five); asked for, the
         # staircase's levels, as a sweep's sample cells take them
         stepwise = str(args.mi).strip().lower() in ("stepwise", "staircase")
