@@ -86,6 +86,14 @@ def check_fixed_level(task_name: str, mi_bits: float) -> float:
     return fixed
 
 
+#: the most MI (bits) a task draws per correlated Gaussian pair: the noise that sets it has a standard
+#: deviation of 2^-I, and float32 samples (spacing ~1e-7 near 1) must resolve it for the stated truth to
+#: hold -- at 16 bits the noise spans about 100 spacings near 1; past about 26 bits float64 cannot hold the
+#: correlation, and two levels drew the same samples
+MAX_BITS_PER_PAIR = 16.0
+PER_PAIR_NOTE = f"{MAX_BITS_PER_PAIR:g} bits per correlated pair: float32 samples resolve no finer noise"
+
+
 def check_mi_request(task_name: str, mi_bits: float, max_mi_bits: float, what: str = "") -> float:
     """Refuse an impossible MI request with one clear line; return the level to draw at: the request,
     or the fixed level / the task's maximum when the request is that value at the printed precision

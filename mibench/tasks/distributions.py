@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from mibench.errors import MibenchError
-from mibench.tasks.base import batch_count, check_mi_request, printed_tolerance
+from mibench.tasks.base import MAX_BITS_PER_PAIR, PER_PAIR_NOTE, batch_count, check_mi_request, printed_tolerance
 from mibench.tasks.registry import TASKS
 from mibench.utils.registry import Entry
 from mibench.utils.units import LN2
@@ -101,8 +101,9 @@ class DistributionTask:
         dim_x, dim_y = int(dim_x), int(dim_y)
         if not (1 <= dim_x <= MAX_DIM and 1 <= dim_y <= MAX_DIM):
             raise MibenchError(f"distributions tasks need 1 <= dims <= {MAX_DIM}, got {dim_x}x{dim_y}")
-        if kind == "student-t" and (dof is None or not dof > 0 or not math.isfinite(dof)):
-            raise MibenchError(f"student-t needs a positive number of degrees of freedom, got {dof}")
+        if kind == "student-t" and (dof is None or not dof >= MIN_DOF or not math.isfinite(dof)):
+            raise MibenchError(f"student-t needs at least {MIN_DOF:g} degrees of freedom, got {dof}: with fewer, "
+                               "sqrt(W / nu) falls so close to 0 that float32 samples overflow to inf")
         self.kind, self.dof = kind, dof
         self.dim_x, self.dim_y = dim_x, dim_y
         self.device = torch.device(device)
@@ -120,16 +121,17 @@ class DistributionTask:
     # -- MI <-> strength ----------------------------------------------------------------------
     @property
     def max_mi_bits(self) -> float:
-        """Unbounded, except ``mix``: its reach at the strongest correlation float64 holds."""
+        """:data:`~mibench.tasks.base.MAX_BITS_PER_PAIR` per correlated pair (above the heavy tails'
+        share for ``student-t``); ``mix``: its reach at the strongest correlation float64 holds."""
         if self.kind == "mix":
             return _mix_reach_bits(self.dim_x, self.dim_y, self.k)
-        return math.inf
+        return self.k * MAX_BITS_PER_PAIR + self.min_mi_nats / LN2
 
     @property
     def reach_note(self) -> str:
-        """Why ``max_mi_bits`` is finite, for a refusal."""
+        """Why ``max_mi_bits`` is what it is, for a refusal."""
         if self.kind != "mix":
-            return ""
+            return PER_PAIR_NOTE
         return "the mixture's Gaussian pairs are at the strongest correlation float64 holds"
 
     @property
@@ -201,6 +203,12 @@ def _transform(kind: str, z: torch.Tensor) -> torch.Tensor:
     if kind == "halfcube":
         return z * z.abs().sqrt()
     return torch.asinh(z)
+
+
+#: the fewest degrees of freedom of a ``student-t`` task: a draw's scale sqrt(W / nu) falls below 1e-38
+#: (a float32 sample overflows) with a chance of about (1e-76)^(nu/2), and W below float32's least value
+#: (x / 0) with about (1e-45)^(nu/2): at nu = 0.5 1e-19 and 1e-11 a draw, at 0.1 1e-4 and 1e-2
+MIN_DOF = 0.5
 
 
 def chi2_draw(nu: float, n: int, generator, device) -> torch.Tensor:

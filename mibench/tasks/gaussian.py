@@ -11,7 +11,7 @@ from functools import lru_cache
 import torch
 
 from mibench.errors import MibenchError
-from mibench.tasks.base import batch_count, check_mi_request, gaussian_rho
+from mibench.tasks.base import MAX_BITS_PER_PAIR, PER_PAIR_NOTE, batch_count, check_mi_request, gaussian_rho
 from mibench.tasks.registry import TASKS
 
 
@@ -31,11 +31,11 @@ class GaussianTask:
 
     @property
     def max_mi_bits(self) -> float:
-        return math.inf
+        return self.dim * MAX_BITS_PER_PAIR
 
     @lru_cache(maxsize=64)
     def rho(self, mi_bits: float) -> float:
-        check_mi_request(self.name, mi_bits, self.max_mi_bits)
+        check_mi_request(self.name, mi_bits, self.max_mi_bits, PER_PAIR_NOTE)
         rho = gaussian_rho(self.dim, mi_bits)
         if rho >= 1.0:
             raise MibenchError(f"{mi_bits:g} bits over dim {self.dim} needs |rho| = 1 in float64; lower the MI or "

@@ -134,3 +134,28 @@ def test_a_batch_size_that_is_not_a_positive_integer_is_one_line(name, batch):
         task.sample(batch, 0.5, torch.Generator().manual_seed(0))
     x, y = task.sample(8.0, 0.5, torch.Generator().manual_seed(0))
     assert x.shape[0] == y.shape[0] == 8
+
+
+@pytest.mark.parametrize("name", ["gaussian", "gauss-dense-1x1", "cdf-1x1", "student-t-dof3-1x1"])
+def test_a_level_float32_samples_cannot_carry_is_refused(name):
+    """26 and 26.5 bits on one correlated pair drew bit-identical samples (the float64 rho rounds to the same
+    value) under two recorded truths, and far below that the float32 samples hold x == y exactly; a level is
+    capped at 16 bits per correlated pair, where the noise spans about 100 float32 spacings near 1."""
+    from mibench.tasks.base import MAX_BITS_PER_PAIR
+
+    task = make_task(name, dim=1) if name == "gaussian" else make_task(name)
+    top = task.max_mi_bits
+    assert MAX_BITS_PER_PAIR <= top < MAX_BITS_PER_PAIR + 1         # one pair (plus the Student-t's tail share)
+    x, y = task.sample(20000, top, torch.Generator().manual_seed(0))
+    assert torch.isfinite(x).all() and (x != y).float().mean() > 0.99
+    with pytest.raises(MibenchError, match="bits per correlated pair"):
+        task.sample(10, top + 1, torch.Generator().manual_seed(0))
+
+
+def test_student_t_with_too_few_degrees_of_freedom_is_refused():
+    """At dof 0.1 one draw in about 200 was inf (a chi^2 draw of 0 in float32), and the estimators were
+    recorded as failed or diverged on the task's own bad data."""
+    with pytest.raises(MibenchError, match="at least 0.5 degrees of freedom"):
+        make_task("student-t-dof0.1-2x2")
+    x, y = make_task("student-t-dof0.5-2x2").sample(100000, 2.0, torch.Generator().manual_seed(0))
+    assert torch.isfinite(x).all() and torch.isfinite(y).all()
