@@ -173,14 +173,12 @@ def _flag_names() -> _FlagNames:
 
 def cmd_run(args) -> int:
     """``mibench run``: either protocol (``--n`` chooses the sample protocol), into ``--out``."""
-    from mibench.errors import EXIT_FAILED_ESTIMATES, EXIT_OK
+    from mibench.errors import EXIT_FAILED_ESTIMATES, EXIT_OK, MibenchError
     from mibench.protocols import choose_protocol
     from mibench.records import claim, unique_dir
     from mibench.utils.threads import LoadProbe, choose_threads, requested_threads, using_threads
 
     if args.resume and args.overwrite:
-        from mibench.errors import MibenchError
-
         raise MibenchError("--resume and --overwrite exclude each other")
     requested_threads(args.threads)           # a bad --threads is one line before anything is built
     probe = LoadProbe()                       # other processes' load, read while the run is prepared
@@ -188,10 +186,20 @@ def cmd_run(args) -> int:
     if getattr(args, "config", None):
         protocol, cfg, extra = rerun_config(args)
     else:
+        from mibench.tasks import TASKS
+
         protocol = choose_protocol({"n": args.n})
+        # recorded as the registry names it: '1V1-NORMAL-0.75' and ' Gaussian ' made setups of their own
+        args.task = TASKS.get(args.task).name
         args.mi = task_mi(args.task, args.mi, "mi" in getattr(args, "_given", ()))
         cfg = protocol.config_from_args(args, task_params_from_args(args))
-    prepared = protocol.prepare(cfg)
+    try:
+        prepared = protocol.prepare(cfg)
+    except MibenchError as exc:
+        defaulted = "mi" not in getattr(args, "_given", ()) and not getattr(args, "config", None)
+        if defaulted and "holds at most" in str(exc):
+            raise MibenchError(f"{exc}, the default when --mi is left out: pass --mi with a level it holds") from None
+        raise
     cfg = prepared.config
     if args.out:
         if not args.overwrite:
@@ -204,8 +212,6 @@ def cmd_run(args) -> int:
             return _exit_code(protocol, out)
     else:
         if args.resume:
-            from mibench.errors import MibenchError
-
             raise MibenchError("--resume needs --out DIR (the run to continue)")
         out = unique_dir(Path("results") / "runs", protocol.default_run_name(cfg))
         c = None

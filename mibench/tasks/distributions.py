@@ -355,7 +355,7 @@ def _entry(name: str, desc: str, kind: str, dx: str, dy: str, dof: float | None 
     def factory(device="cpu"):
         return DistributionTask(kind, int(dx), int(dy), dof=dof, device=device)
 
-    return Entry(name, desc, factory)
+    return Entry(name.lower(), desc, factory)       # one name however it was typed ('MIX-2X2')
 
 
 TASKS.add_pattern(r"gauss-(dense|sparse)-" + _DIMS, "gauss-dense-<dx>x<dy>, gauss-sparse-<dx>x<dy>  "

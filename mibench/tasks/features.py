@@ -171,9 +171,13 @@ class FeaturesTask(BSCSources):
         check_kept_pool(rec, f"features file {fname}")
         keep = np.asarray(rec["keep"], dtype=np.int64)
         kept = feats[keep]
-        if standardize:
+        if standardize:      # in float64: float32 squares of values past ~1e19 overflowed, zeroing a column
+            kept = kept.astype(np.float64)
             sd = kept.std(0)
             kept = (kept - kept.mean(0)) / np.where(sd > 0, sd, 1.0)
+            if not np.isfinite(kept).all():
+                raise MibenchError(f"features file {fname}: values too large to standardise (largest |x| "
+                                   f"{np.abs(feats).max():.3g}); rescale them")
         self.pool = MultiClassPool(torch.from_numpy(np.ascontiguousarray(kept, dtype=np.float32)), labels[keep],
                                    self.n_classes, self.device)
         self.feature_dim = int(kept.shape[1])

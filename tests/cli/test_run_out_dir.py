@@ -240,3 +240,26 @@ def test_config_of_a_sample_run_reruns_it(tmp_path):
 def test_sweep_workers_and_threads_below_one_are_refused(tmp_path, capsys, flag):
     assert main(["sweep", "--task", "gaussian", "--steps", "10", flag, "0", "--out", str(tmp_path / "s")]) == 2
     one_line_error(capsys, 2, f"{flag} must be an integer >= 1")
+
+
+def test_a_task_is_recorded_by_its_registry_name(tmp_path):
+    """Names are matched ignoring case and spaces but were recorded as typed: three seeds of one BMI task, one
+    typed in capitals, made two leaderboard rows, and compare called the other 'missing'."""
+    import json
+
+    for typed, name in (("1V1-NORMAL-0.75", "1v1-normal-0.75"), ("MIX-2X2", "mix-2x2"), (" Gaussian ", "gaussian")):
+        out = tmp_path / name
+        assert main(["run", "--task", typed, "--estimator", "ksg", "--n", "300", "--seeds", "0", "--quiet",
+                     "--no-plot", "--out", str(out)]) == 0
+        assert json.loads((out / "config.json").read_text())["config"]["task"] == name
+
+
+def test_a_default_mi_the_task_cannot_hold_says_it_was_the_default(tmp_path, capsys):
+    """'requested 4 bits' when the user gave no --mi: the 4 came from the default."""
+    assert main(["run", "--task", "gaussian", "--dim", "1", "--n", "300",
+                 "--estimator", "ksg", "--mi", "20", "--quiet", "--out", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert "requested 20 bits" in err and "at most 16 bits" in err and "default" not in err, err
+    assert main(["run", "--task", "mutinfo-channel-mnist", "--n", "300", "--estimator", "ksg", "--quiet",
+                 "--out", str(tmp_path / "b")]) == 2
+    one_line_error(capsys, 2, "requested 4 bits, the default when --mi is left out")

@@ -167,3 +167,15 @@ def test_bad_parameters(four_classes):
         task.sample(4, 2.5, torch.Generator())
     with pytest.raises(MibenchError, match="does not take"):
         make_task(f"features:{four_classes}", side=28)
+
+
+def test_large_finite_features_keep_their_classes_when_standardised(tmp_path):
+    """Finite float32 values near 1e20 overflowed in the float32 standardisation: the class column became all
+    zeros, so X no longer carried its class, and the run still recorded 1 bit of truth."""
+    rng = np.random.default_rng(0)
+    labels = np.repeat([0, 1], 200)
+    feats = np.stack([labels * 1e20 + rng.normal(size=400) * 1e19, rng.normal(size=400)], 1).astype(np.float32)
+    np.savez(tmp_path / "big.npz", features=feats, labels=labels)
+    task = make_task(f"features:{tmp_path / 'big.npz'}")
+    first = task.pool.items[:, 0]
+    assert torch.isfinite(task.pool.items).all() and first.std() > 0.5        # the class column survives
