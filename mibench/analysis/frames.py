@@ -39,12 +39,16 @@ def load_runs(path, complete_only: bool = False):
     >>> df = mibench.load_runs("results/gaussian_staircase")
     >>> df.groupby(["estimator", "true_mi"])["estimate"].mean()       # doctest: +SKIP
     """
+    import warnings
+
     import pandas as pd
 
     from mibench.errors import UnreadableInput
     from mibench.protocols import protocol_of
     from mibench.records import find_run_dirs, read_config, run_status
 
+    if not isinstance(path, (str, Path)) or not str(path).strip():
+        raise MibenchError(f"load_runs needs a run or sweep directory, got {path!r}")   # '' read the whole CWD
     complete, incomplete, _ = find_run_dirs([path])
     frames = []
     for d in sorted(complete + ([] if complete_only else incomplete)):
@@ -55,6 +59,8 @@ def load_runs(path, complete_only: bool = False):
         protocol = protocol_of(cfg)
         df = protocol.estimate_frame(d, cfg)
         if df is None:
+            if d in complete:                # a complete run without its estimates file: say so, not 0 rows
+                warnings.warn(f"{d}: a complete run without its estimates file; left out", stacklevel=2)
             continue
         setup = protocol.setup(cfg)
         for k in RUN_COLUMNS:

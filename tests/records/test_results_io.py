@@ -269,3 +269,24 @@ def test_float_or_nan_and_slug():
     assert records_io.slug("gaussian dim=4, joint+2") == "gaussian-dim-4-joint+2"
     assert records_io.slug("--A b--", allowed="A-Za-z0-9.", lower=True) == "a-b"
     assert records_io.slug("x" * 200, max_len=100) == "x" * 100
+
+
+def test_load_runs_refuses_an_empty_path_and_warns_on_a_run_without_estimates(tmp_path):
+    """load_runs('') read every run under the current directory, load_runs(None) was a TypeError, and a
+    complete run without estimates.csv gave 0 rows without a word."""
+    import shutil
+    import warnings
+
+    import mibench
+    from mibench.errors import MibenchError
+
+    for bad in ("", None, "  "):
+        with pytest.raises(MibenchError, match="needs a run or sweep directory"):
+            mibench.load_runs(bad)
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "results" / "default_run", run)
+    (run / "estimates.csv").unlink()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert len(mibench.load_runs(run)) == 0
+    assert any("without its estimates file" in str(w.message) for w in caught)
