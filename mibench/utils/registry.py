@@ -23,6 +23,10 @@ class Entry(Generic[T]):
     obj: T
 
 
+#: an unknown name's error lists the choices up to this many; beyond, it points to ``mibench list``
+MAX_LISTED = 40
+
+
 class Registry(Generic[T]):
     def __init__(self, kind: str):
         self.kind = kind
@@ -82,6 +86,8 @@ class Registry(Generic[T]):
         choices = self.names() + [h for _, h, _ in self._patterns]
         close = difflib.get_close_matches(key, choices + list(self._aliases), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
+        if len(choices) > MAX_LISTED:      # the task registry's hundred names made one unreadable line
+            raise MibenchError(f"unknown {self.kind} {name!r}{hint}; `mibench list` shows the {len(choices)} choices")
         raise MibenchError(f"unknown {self.kind} {name!r}{hint}; choose from: {', '.join(choices)}")
 
     def names(self) -> list[str]:

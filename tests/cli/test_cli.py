@@ -12,6 +12,7 @@ def run_cli(*args):
 
 @pytest.mark.parametrize("args,match", [
     (["run", "--task", "nope"], "unknown task 'nope'"),
+    (["run", "--task", "visoin"], "did you mean 'vision'?); `mibench list` shows the"),   # not ~80 names in a line
     (["run", "--estimator", "smiel"], "did you mean 'smile'"),
     (["run", "--critic", "mlp"], "unknown critic"),
     (["run", "--mi", "-1"], ">= 0 bits"),
