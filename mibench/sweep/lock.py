@@ -65,6 +65,12 @@ def driver_alive(out_dir: Path) -> bool:
     path = lock_path(out_dir)
     if not path.is_file():
         return False
+    try:
+        holder = path.with_suffix(".holder").read_text().strip()
+    except OSError:
+        holder = ""
+    if holder and holder.rsplit(":", 1)[0] != socket.gethostname():
+        return True             # held from another host: an OS lock over a network file system may not show it
     lock = FileLock(str(path), timeout=0)
     try:
         lock.acquire()

@@ -435,6 +435,10 @@ def test_the_lock_finds_a_symlinked_directory_and_a_complete_cell_drops_an_old_f
     assert not driver_alive(out) and sweep_status(out, {"status": "running"}) == "interrupted"
     assert sweep_status(tmp_path / "never-swept", {"status": "running"}) == "interrupted"
     assert sweep_status(out, {"status": "complete"}) == "complete"
+    holder = lock_path(out).with_suffix(".holder")          # a driver on another host: its lock may not show here
+    holder.write_text("another-host:123")
+    assert driver_alive(out) and sweep_status(out, {"status": "running"}) == "running"
+    holder.unlink()
     with sweep_lock_ctx(out):
         pass
     spec = SweepSpec.from_dict({"name": "t", "tasks": [{"task": "gaussian", "params": {"dim": 2}}],
