@@ -193,13 +193,14 @@ def cmd_run(args) -> int:
         args.task = TASKS.get(args.task).name
         args.mi = task_mi(args.task, args.mi, "mi" in getattr(args, "_given", ()))
         cfg = protocol.config_from_args(args, task_params_from_args(args))
+    from mibench.tasks.base import LevelAboveTask
+
     try:
         prepared = protocol.prepare(cfg)
-    except MibenchError as exc:
-        defaulted = "mi" not in getattr(args, "_given", ()) and not getattr(args, "config", None)
-        if defaulted and "holds at most" in str(exc):
-            raise MibenchError(f"{exc}, the default when --mi is left out: pass --mi with a level it holds") from None
-        raise
+    except LevelAboveTask as exc:
+        if "mi" in getattr(args, "_given", ()) or getattr(args, "config", None):
+            raise
+        raise MibenchError(f"{exc}, the default when --mi is left out: pass --mi with a level it holds") from None
     cfg = prepared.config
     if args.out:
         if not args.overwrite:

@@ -174,7 +174,7 @@ def cmd_sweep(args) -> int:
         cells = spec.cells()
         claim(out, [c.config for c in cells], resume=args.resume, overwrite=args.overwrite, kind="sweep",
               check_only=True)
-        p = Plan(cells, list(cells), [], []) if args.overwrite else plan(spec, out)
+        p = Plan(cells, list(cells), [], []) if args.overwrite else plan(spec, out, cells)
         state = {**{c.name: "todo  " for c in p.todo}, **{c.name: "resume" for c in p.resume},
                  **{c.name: "done  " for c in p.done}, **{name: "redo  " for name in p.damaged}}
         for c in p.cells:

@@ -211,7 +211,7 @@ def _warn_where_unreliable(be: MIBackend, y: np.ndarray, discrete: np.ndarray, n
       bounds built on them (UniBound, the PID bounds) are unreliable (docs/disentanglement.md)."""
     import warnings
 
-    from mibench.estimators.classical import HISTOGRAM_BIAS_NATS, KSG_RELIABLE_SIDE_DIMS
+    from mibench.estimators.classical import HISTOGRAM_BIAS_NATS, KSG_RELIABLE_SIDE_DIMS, plugin_bias_nats
 
     notes = []
     if discrete.any() and not discrete.all():
@@ -225,7 +225,7 @@ def _warn_where_unreliable(be: MIBackend, y: np.ndarray, discrete: np.ndarray, n
         n = y.shape[0]
         b = min(be.bins, n)
         classes = [np.unique(y[:, k]).size if discrete[k] else b for k in range(y.shape[1])]
-        bias = max((c - 1) * (b - 1) / (2 * n) for c in classes)
+        bias = max(plugin_bias_nats(c, b, n) for c in classes)
         if bias > HISTOGRAM_BIAS_NATS:
             notes.append(f"the {be.name} back-end's plug-in bias, (C - 1)(B - 1) / 2n = {bias:.3f} nats at n = {n}, "
                          "is read as information (an independent code scores above 0): use fewer bins or more "

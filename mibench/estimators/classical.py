@@ -59,6 +59,12 @@ def equal_width_bins(x: np.ndarray, bins: int) -> np.ndarray:
     return np.clip(np.digitize(x, edges[1:-1]), 0, bins - 1)
 
 
+def plugin_bias_nats(classes_a: int, classes_b: int, n: int) -> float:
+    """First-order bias of the plug-in MI on independent data, (C_a - 1)(C_b - 1) / (2n) nats for C_a and
+    C_b occupied classes or bins (Miller 1955; Paninski 2003 §3)."""
+    return (classes_a - 1) * (classes_b - 1) / (2 * n)
+
+
 def plugin_mi(a: np.ndarray, b: np.ndarray) -> float:
     """Plug-in MI (nats) between two integer label arrays."""
     a = as_labels(a)
@@ -425,7 +431,7 @@ class Histogram:
         if x.shape[1] != 1 or y.shape[1] != 1:
             raise MibenchError(f"{self.name} bins one variable against one: x has {x.shape[1]} and y "
                                f"{y.shape[1]} dimensions (use ksg, gaussian or a neural estimator)")
-        bias = (self.bins - 1) ** 2 / (2 * x.shape[0])
+        bias = plugin_bias_nats(self.bins, self.bins, x.shape[0])
         outliers = _outlier_range(x[:, 0], self.bins) or _outlier_range(y[:, 0], self.bins)
         self.status = "few_pairs_per_bin" if bias > HISTOGRAM_BIAS_NATS else "outlier_range" if outliers else ""
         return float(plugin_mi(equal_width_bins(x[:, 0], self.bins), equal_width_bins(y[:, 0], self.bins)))

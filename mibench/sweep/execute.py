@@ -294,7 +294,7 @@ def run_sweep(spec: SweepSpec, out_dir, execution: Execution | None = None, *, r
     t0 = time.perf_counter()
     with sigterm_requests_stop(), sweep_lock(out_dir):
         claim(out_dir, [c.config for c in cells], resume=resume, overwrite=overwrite, kind="sweep")
-        p = plan(spec, out_dir)
+        p = plan(spec, out_dir, cells)
         ex = ex.sized(len(p.to_run), cells[0].config.get("device", "auto"))
         meta = {"command": command, "preset": preset, "backend": ex.backend, "address": ex.address,
                 "workers": ex.workers, "threads_per_worker": ex.threads, "threads_rule": ex.threads_rule,

@@ -26,17 +26,17 @@ class Plan:
         return sorted(self.todo + self.resume, key=lambda c: order[c.name])
 
 
-def plan(spec: SweepSpec, out_dir) -> Plan:
-    """Classify the sweep's cells against ``out_dir``: complete cells (their recorded config must be
-    the cell's, else one line: an edited spec would otherwise mix results), cells to resume (a
-    run that was interrupted or killed: same config, status interrupted / stale), and cells to run
-    (not started, or failed: redone from the start)."""
+def plan(spec: SweepSpec, out_dir, cells: list | None = None) -> Plan:
+    """Classify the sweep's cells (``cells``, where the caller built them already) against ``out_dir``:
+    complete cells (their recorded config must be the cell's, else one line: an edited spec would
+    otherwise mix results), cells to resume (a run that was interrupted or killed: same config, status
+    interrupted / stale), and cells to run (not started, or failed: redone from the start)."""
     from mibench.errors import UnreadableInput
     from mibench.records import config_diff, is_complete, read_config, run_status
     from mibench.records.run_dir import verify_present_files
 
     out_dir = Path(out_dir)
-    cells = spec.cells()
+    cells = spec.cells() if cells is None else cells
     todo, resume, done, damaged = [], [], [], {}
     for c in cells:
         d = out_dir / c.name

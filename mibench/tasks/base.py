@@ -94,6 +94,11 @@ MAX_BITS_PER_PAIR = 16.0
 PER_PAIR_NOTE = f"{MAX_BITS_PER_PAIR:g} bits per correlated pair: float32 samples resolve no finer noise"
 
 
+class LevelAboveTask(MibenchError):
+    """A requested MI level above what the task holds (:func:`check_mi_request`): the command line
+    adds, where ``--mi`` was left out, that the level was its default."""
+
+
 def check_mi_request(task_name: str, mi_bits: float, max_mi_bits: float, what: str = "") -> float:
     """Refuse an impossible MI request with one clear line; return the level to draw at: the request,
     or the fixed level / the task's maximum when the request is that value at the printed precision
@@ -105,7 +110,7 @@ def check_mi_request(task_name: str, mi_bits: float, max_mi_bits: float, what: s
         if mi_bits <= max_mi_bits + printed_tolerance(max_mi_bits):
             return max_mi_bits
         extra = f" ({what})" if what else ""
-        raise MibenchError(
+        raise LevelAboveTask(
             f"task {task_name!r} holds at most {max_mi_bits:.6g} bits{extra}; requested {mi_bits:g} bits"
         )
     return mi_bits
