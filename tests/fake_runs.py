@@ -6,7 +6,7 @@ def write_fake_run(run_dir, rows: list[dict], *, task: str = "gaussian", task_pa
                    critic: str = "joint", seed: int = 0, steps: int = 100, levels=(2.0, 4.0),
                    diverged: dict | None = None, status: str = "complete", hidden: int = 16, layers: int = 1,
                    batch_size: int = 64, ds: int | None = None, dr: int | None = None, device: str = "cpu",
-                   nuisance: float | None = None, precision: str = "fp32"):
+                   nuisance: float | None = None, precision: str = "fp32", truth_check: str | None = None):
     """Write a synthetic run directory with known numbers (for tests of leaderboards, gates and
     plots): ``rows`` are summary rows ``{"estimator", "true_mi", "bias", "variance", "mse"}``
     (``mean_estimate`` defaults to true_mi + bias).  ``estimates.csv`` holds a flat line at each
@@ -31,6 +31,8 @@ def write_fake_run(run_dir, rows: list[dict], *, task: str = "gaussian", task_pa
             "dr": dr if dr is not None else (task_params or {}).get("dim", 10)}
     if nuisance is not None:
         info["nuisance"] = nuisance
+    if truth_check is not None:
+        info["truth_check"] = {"status": truth_check, "reason": "synthetic"}
     summary = []
     for r in rows:
         full = {"task": task, "critic": critic, "steps": int(bounds[1] - bounds[0]), **r}

@@ -385,10 +385,13 @@ def read_leaderboard(path):
     if "protocol" not in df.columns:    # written before the sample protocol existed
         df["protocol"] = "stream"
         df["n"] = 0
+    if "truth_check" not in df.columns:  # written before the column: no flag recorded
+        df["truth_check"] = ""
     missing = [c for c in ROW_KEY + ["mse", "abs_bias", "diverged_seeds"] if c not in df.columns]
     if missing:
         raise UnreadableInput(f"{path} is not a mibench leaderboard (missing columns: {', '.join(missing)})")
     df["task_params"] = df["task_params"].fillna("")
+    df["truth_check"] = [v if isinstance(v, str) else "" for v in df["truth_check"]]
     df["schedule"] = df["schedule"].astype(str)
     return df
 

@@ -109,6 +109,15 @@ def dims_text(f) -> str:
     return f" · ds={f['ds']} dr={f['dr']}" if known(f.get("ds")) or known(f.get("dr")) else ""
 
 
+def truth_text(f) -> str:
+    """The line under a setup's leaderboard heading where its truth check did not hold; empty otherwise."""
+    flag = f.get("truth_check")
+    if not isinstance(flag, str) or not flag:
+        return ""
+    return (f"**truth {flag}**: the exact check that each source's class is a function of the input did not "
+            "prove the recorded true MI (config.json `task_info.truth_check` says why); its bias and MSE may be off.")
+
+
 def fmt_num(v, digits=3) -> str:
     """A Markdown cell: the number, ``inf``, or an en dash for a missing / NaN value."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):

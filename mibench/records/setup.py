@@ -35,6 +35,9 @@ class RunSetup:
     protocol: str
     #: pairs per dataset (sample protocol; 0 for a stream)
     n: int
+    #: the exact truth check's status where it did not hold (``not established``: the recorded true MI
+    #: assumes a decodability the check could not prove); "" where the truth holds or is analytic
+    truth_check: str = ""
 
     def row(self) -> dict:
         """The setup as leaderboard columns, in :data:`SETUP_COLUMNS` order."""
@@ -43,7 +46,15 @@ class RunSetup:
 
 #: the leaderboard's setup columns, in its order
 SETUP_COLUMNS = [f.name for f in dataclasses.fields(RunSetup)]
-#: the setup key the leaderboard groups by (ds / dr follow from task + task_params, so they are not part of it)
-SETUP_KEY = [c for c in SETUP_COLUMNS if c not in ("ds", "dr")]
+#: the setup key the leaderboard groups by (ds / dr and the truth check follow from task + task_params, so they are
+#: not part of it)
+SETUP_KEY = [c for c in SETUP_COLUMNS if c not in ("ds", "dr", "truth_check")]
 
-__all__ = ["RunSetup", "SETUP_COLUMNS", "SETUP_KEY"]
+
+def truth_flag(task_info: dict | None) -> str:
+    """A run's ``truth_check`` column: its task's exact-check status (``task_info.truth_check``) where that is
+    not ``holds``, else ""."""
+    status = ((task_info or {}).get("truth_check") or {}).get("status")
+    return "" if status in (None, "holds") else str(status)
+
+__all__ = ["RunSetup", "SETUP_COLUMNS", "SETUP_KEY", "truth_flag"]

@@ -51,6 +51,20 @@ class MixedTask(BSCSources):
         self.dim_y = self.ds * self.hidden
         self.dr = self.dim_x  # representation size of the image side; the text side is dim_y
         self._beta: dict[float, float] = {}
+        self._canvas_check = None
+        if self.nuisance > 0:       # backgrounds that could hide a digit are left out before anything is drawn
+            self._canvas_check = self._check_canvas()
+
+    def _truth_identity(self) -> dict:
+        return {"image": self._image_info, "text": self._text_info, "layout": self.layout, "side": self.side,
+                "nuisance": self.nuisance, "backgrounds": self._bg_info}
+
+    def _check_canvas(self) -> dict:
+        from mibench.tasks.truth_check import canvas_truth
+
+        if self._canvas_check is None:
+            self._canvas_check = canvas_truth(self.name, self._truth_identity(), self.image_pool, self.render)
+        return self._canvas_check
 
     def sample_with_classes(self, batch_size: int, mi_bits: float, generator: torch.Generator):
         """(x, y, cx, cy): image canvases of classes cx, text blocks of classes cy."""
@@ -66,13 +80,10 @@ class MixedTask(BSCSources):
         """(probe record, exact-check record, notes): X's canvas checked as in the vision task, Y's
         blocks as in the text task (:mod:`mibench.tasks.truth_check`); probes on both."""
         if getattr(self, "_decodability", None) is None:
-            from mibench.tasks.truth_check import check_blocks, check_canvas, rendered_truth
+            from mibench.tasks.truth_check import check_blocks, rendered_truth
 
-            ident = {"image": self._image_info, "text": self._text_info, "layout": self.layout, "side": self.side,
-                     "nuisance": self.nuisance, "backgrounds": self._bg_info}
             self._decodability = rendered_truth(
-                self, ident, {"x": lambda: check_canvas(self.image_pool, self.render),
-                              "y": lambda: check_blocks(self.text_pool)},
+                self, self._truth_identity(), {"x": self._check_canvas(), "y": lambda: check_blocks(self.text_pool)},
                 sides=("x", "y"), blocks={"y": self.text_pool})
         return self._decodability
 

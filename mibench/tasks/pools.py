@@ -264,7 +264,7 @@ def check_exclusion_excess(sizes, ds: int) -> None:
                            "class (n_per_class), or drop exclude_same_item")
 
 
-RENDER_CHECK_VERSION = 3
+RENDER_CHECK_VERSION = 4
 RENDER_CHECK_N = 2000             # rendered samples per check: 3/4 fit, 1/4 held out
 RENDER_CHECK_ITER = 50
 RENDER_CHECK_ELEMENTS = 1 << 25   # cap on samples x dims (float32, <= 128 MB): fewer samples for huge dr

@@ -12,15 +12,26 @@ exhaustively over the pools, vectorised; a linear probe on rendered samples
   weights, so an output pixel whose weights on every other patch are exactly zero (an *interior*
   pixel of patch p, found by resizing indicator images) is a function of patch p alone, bit for
   bit.  Every pool item is rendered at every position (:func:`render_interiors`); with no nuisance,
-  no two items of different classes may have equal values there (exact byte comparison); with a
-  nuisance eta, every cross-class pair must differ by more than eta B + 1e-5 on some interior pixel
-  (B the largest background value), which separates them under *every* pair of backgrounds.
+  no two items of different classes may have equal values there (exact byte comparison).  With a
+  nuisance eta, x_o = min(1, a_o + eta b_o): first the *bound*: every cross-class pair differs by more
+  than eta B + 1e-5 on some interior pixel (B the largest background value), which separates them
+  under every pair of backgrounds (:func:`_separated`); where it cannot (a strong nuisance), the
+  *saturation argument* (:func:`_saturation_check`): (i) the interior pixels blank in every pool item
+  read min(1, eta b_o) whatever the digits, so two backgrounds that differ there can never give one
+  canvas -- a background equal there to an earlier one is excluded; (ii) under one background, a
+  pixel where one item is exactly blank and the other is inked (> :data:`INK`) differs unless the
+  background saturates it (eta b_o = 1), and where eta B < 1 a pixel where the smaller value is at most
+  1 - eta B - 2e-6 cannot saturate at all: so every cross-class pair needs such a witness pixel
+  (eta B < 1), or more witness pixels than the background has saturated pixels there (eta B = 1; a
+  background with too many is excluded, by construction: those are the ones that can white out a
+  digit).  The renderer then draws only the kept backgrounds.
 * **Text blocks**: X is ds kept embeddings side by side, so no two kept items of different classes
   may be identical rows.
 
-Outcomes: ``holds`` (proved), ``fails`` (C is not a function of X: the task refuses in one line),
-``not established`` (no interior pixel at some position, or the nuisance bound inconclusive: the
-run records it and says so in one line).  The argument in full: docs/tasks.md, "The truth is
+Outcomes: ``holds`` (proved; with a nuisance, for the backgrounds kept), ``fails`` (C is not a function
+of X: the task refuses in one line), ``not established`` (no interior pixel at some position, or neither
+nuisance argument applies: the run records it, says so in one line, and its leaderboard rows say
+``truth_check: not established``).  The argument in full: docs/tasks.md, "The truth is
 checked on what the estimator sees".
 """
 from __future__ import annotations
@@ -34,11 +45,14 @@ import torch
 
 from mibench.errors import MibenchError
 
-CHECK_VERSION = 2
+CHECK_VERSION = 3
 ROUNDING_MARGIN = 1e-5    # float32 rounding of a + eta * b (a few 1e-7), generously
 DENSE_PIXELS = 3          # nuisance test: pixels tried densely over a block before the open pairs are listed
 BLOCK = 512               # class-0 items per block
 RENDER_CHUNK_BYTES = 256 << 20   # canvases (uint8 and float) rendered at once by render_interiors
+INK = 1e-6                # an item value above this is ink: a + c > c in float32 for any c < 1 (ulp < 1.2e-7)
+SATURATED = 1.0           # min(1, eta b) on a blank pixel: at 1 it hides any ink there (below 1 ink reads above it)
+BACKGROUND_CHUNK = 512    # backgrounds scaled at once by the saturation argument
 
 
 def _rows_collide(a: torch.Tensor, b: torch.Tensor) -> int:
@@ -56,13 +70,27 @@ def _separated(a: torch.Tensor, b: torch.Tensor, t: float, stop_early: bool = Fa
     """Number of pairs (i, j) of rows of a and b with max_o |a_io - b_jo| <= t (not separated);
     with ``stop_early``, only those of the first block of rows of ``a`` that has any (a lower bound
     that is 0 exactly when every pair is separated: all the check needs, and much faster where the
-    bound is hopeless, e.g. eta = 1).
-
-    Pixels are tried from the most discriminative (class means furthest apart) down: a few densely
-    over a block of pairs, then only on the pairs still open, which shrink quickly."""
+    bound is hopeless, e.g. eta = 1)."""
     a, b = a.float(), b.float()
     if t >= 1.0 and float(a.min()) >= 0 and float(b.min()) >= 0 and float(a.max()) <= 1 and float(b.max()) <= 1:
         return int(a.shape[0]) * int(b.shape[0])     # no difference of values in [0, 1] exceeds t
+    return _open_pairs(a, b, lambda x, y: (x - y).abs() <= t, stop_early)
+
+
+def _without_witness(a: torch.Tensor, b: torch.Tensor, low: float, stop_early: bool = False) -> int:
+    """Number of pairs (i, j) of rows of a and b with no *witness* pixel: none where they differ by more
+    than :data:`INK` and the smaller value is at most ``low`` (such a pixel stays unequal under one
+    background that cannot saturate it: module docstring, argument (ii))."""
+    a, b = a.float(), b.float()
+    return _open_pairs(a, b, lambda x, y: (torch.minimum(x, y) > low) | ((x - y).abs() <= INK), stop_early)
+
+
+def _open_pairs(a: torch.Tensor, b: torch.Tensor, still_open, stop_early: bool) -> int:
+    """Number of pairs (i, j) of rows of a and b for which ``still_open(a_io, b_jo)`` (elementwise,
+    broadcasting) holds at every column o; ``stop_early``: as :func:`_separated`.
+
+    Pixels are tried from the most discriminative (class means furthest apart) down: a few densely
+    over a block of pairs, then only on the pairs still open, which shrink quickly."""
     order = torch.argsort((a.mean(0) - b.mean(0)).abs(), descending=True)
     at, bt = a[:, order].T.contiguous(), b[:, order].T.contiguous()      # (pixels, items)
     d = at.shape[0]
@@ -70,20 +98,31 @@ def _separated(a: torch.Tensor, b: torch.Tensor, t: float, stop_early: bool = Fa
     bad = 0
     for s in range(0, a.shape[0], BLOCK):
         blk = at[:dense, s:s + BLOCK]
-        open_ = (blk[0, :, None] - bt[0, None, :]).abs() <= t
+        open_ = still_open(blk[0, :, None], bt[0, None, :])
         for o in range(1, dense):
-            open_ &= (blk[o, :, None] - bt[o, None, :]).abs() <= t
+            open_ &= still_open(blk[o, :, None], bt[o, None, :])
         i, j = open_.nonzero(as_tuple=True)
         i = i + s
         for o in range(dense, d):
             if i.numel() == 0:
                 break
-            keep = (at[o, i] - bt[o, j]).abs() <= t
+            keep = still_open(at[o, i], bt[o, j])
             i, j = i[keep], j[keep]
         bad += int(i.numel())
         if stop_early and bad:
             break
     return bad
+
+
+def _fewest_witnesses(a: torch.Tensor, b: torch.Tensor) -> int:
+    """min over pairs (i, j) of rows of a and b of the pixels where one of the two is exactly 0 and the
+    other inked (> :data:`INK`): pixels only a saturated background can make equal.  Counted as one
+    matrix product of 0/1 indicators per block (exact: integer sums far below 2^24)."""
+    left = torch.cat([(a == 0).float(), (a > INK).float()], 1)
+    right = torch.cat([(b > INK).float(), (b == 0).float()], 1)
+    if left.shape[0] == 0 or right.shape[0] == 0:
+        return 0
+    return int(min(float((left[s:s + 4 * BLOCK] @ right.T).min()) for s in range(0, left.shape[0], 4 * BLOCK)))
 
 
 def interior_masks(renderer) -> torch.Tensor:
@@ -140,8 +179,81 @@ def background_max(renderer) -> float:
     return max(float(renderer._background(bgs[i:i + 256]).max()) for i in range(0, bgs.shape[0], 256))
 
 
+def scaled_backgrounds(renderer):
+    """Chunks (start, float32 (k, channels * side * side)) of min(1, eta b) for every background of the
+    renderer, with the renderer's arithmetic: what a pixel blank in the digits (value exactly 0) reads."""
+    bgs, c, side = renderer.backgrounds, renderer.channels, renderer.side
+    for s in range(0, bgs.shape[0], BACKGROUND_CHUNK):
+        if renderer.bg_ready is not None:
+            bg = renderer.bg_ready[s:s + BACKGROUND_CHUNK]
+        else:
+            bg = renderer._background(bgs[s:s + BACKGROUND_CHUNK])
+        bg = bg.expand(bg.shape[0], c, side, side)
+        blank = torch.zeros(bg.shape, device=bg.device).add_(bg, alpha=renderer.nuisance)
+        yield s, blank.clamp_(0.0, 1.0).reshape(bg.shape[0], -1)
+
+
+def _first_of_each(rows: torch.Tensor) -> torch.Tensor:
+    """bool (n,): row i is the first of the rows byte-equal to it."""
+    _, inverse = torch.unique(rows, dim=0, return_inverse=True)
+    first = torch.full((int(inverse.max()) + 1,), rows.shape[0], dtype=torch.long)
+    first.scatter_reduce_(0, inverse, torch.arange(rows.shape[0]), reduce="amin")
+    keep = torch.zeros(rows.shape[0], dtype=torch.bool)
+    keep[first] = True
+    return keep
+
+
+def _saturation_check(renderer, masks: torch.Tensor, vals: list, n0: int) -> dict:
+    """The saturation argument of the module docstring: (status, the backgrounds it excludes, what it
+    found).  ``vals``: each position's interior values of every pool item (class 0 first, ``n0`` of them)."""
+    pixels = [m.nonzero().squeeze(1).cpu() for m in masks.cpu()]
+    blank = torch.cat([p[(v == 0).all(0)] for p, v in zip(pixels, vals)])     # blank in every item, every position
+    rec = {"method": "saturation argument", "blank_pixels": int(blank.numel())}
+    if blank.numel() == 0:
+        return {**rec, "status": "not established",
+                "reason": "no interior pixel is blank in every pool item, so two backgrounds cannot be told apart "
+                          "whatever the digits"}
+    at_blank, saturated, brightest = [], [], []
+    for _, c in scaled_backgrounds(renderer):
+        c = c.cpu()
+        at_blank.append(c[:, blank])
+        saturated.append(torch.stack([(c[:, p] >= SATURATED).sum(1) for p in pixels], 1))
+        brightest.append(torch.stack([c[:, p].max(1).values for p in pixels], 1).max(1).values)
+    keep = _first_of_each(torch.cat(at_blank))          # (i): one background per reading of the blank pixels
+    saturated, brightest = torch.cat(saturated), torch.cat(brightest)
+    rec.update(backgrounds=int(keep.numel()), identical_on_blank_pixels=int((~keep).sum()))
+    top = float(brightest[keep].max())
+    if top < SATURATED:                                 # (ii) where no kept background saturates
+        low = 1.0 - top - 2e-6
+        open_ = next((n for n in (_without_witness(v[:n0], v[n0:], low, stop_early=True) for v in vals) if n), 0)
+        rec.update(background_max=top, witness_at_most=low)
+        if open_ == 0:
+            return {**rec, "status": "holds", "excluded": (~keep).nonzero().squeeze(1).tolist(),
+                    "witness": f"every cross-class pair differs by more than {INK:g} at an interior pixel where the "
+                               f"smaller value is at most {low:.6f}, which no kept background can saturate"}
+        return {**rec, "status": "not established",
+                "reason": f"at least {open_} cross-class item pairs have no interior pixel where the smaller value is "
+                          f"at most {low:.4f} and they differ"}
+    fewest = [_fewest_witnesses(v[:n0], v[n0:]) for v in vals]
+    rec["fewest_witness_pixels"] = fewest
+    if min(fewest) == 0:
+        return {**rec, "status": "not established",
+                "reason": f"a cross-class item pair at position {fewest.index(0)} has no interior pixel where one is "
+                          "blank and the other inked, so a saturating background could make them equal"}
+    bright = (saturated >= torch.tensor(fewest)).any(1)
+    excluded = ~keep | bright
+    rec["saturating_backgrounds"] = int((bright & keep).sum())
+    if bool(excluded.all()):
+        return {**rec, "status": "not established", "reason": "every background saturates too many interior pixels"}
+    return {**rec, "status": "holds", "excluded": excluded.nonzero().squeeze(1).tolist(),
+            "witness": "every cross-class pair has more pixels where one is blank and the other inked than a kept "
+                       "background saturates at that position"}
+
+
 def check_canvas(pool, renderer) -> dict:
-    """The exact check for vision canvases (see module doc)."""
+    """The exact check for vision canvases (see module doc).  With a nuisance, a record that holds by the
+    saturation argument lists the backgrounds it leaves out (``excluded_backgrounds``, indices into the
+    renderer's pool): the renderer must draw only the others (:func:`canvas_truth`)."""
     masks = interior_masks(renderer)
     sizes = masks.sum(1).tolist()
     n0 = int(pool.sizes_list[0])
@@ -156,34 +268,40 @@ def check_canvas(pool, renderer) -> dict:
                           "depends on their patch alone at this side (each pixel mixes neighbouring digits)")
         return rec
     vals = render_interiors(renderer, pool.items, masks)
-    per_pos = []
-    for q, v in enumerate(vals):
-        v = v.clamp(0.0, 1.0) if eta == 0 else v
-        a, b = v[:n0], v[n0:]
-        if eta == 0:
-            per_pos.append({"colliding": _rows_collide(a.contiguous(), b.contiguous())})
-        else:
-            per_pos.append({"unseparated_pairs": _separated(a, b, t, stop_early=True)})
-            if per_pos[-1]["unseparated_pairs"]:
-                break                   # one open pair already makes the bound inconclusive
     if eta == 0:
-        bad = sum(p["colliding"] for p in per_pos)
-        rec.update(method="exact equality of every item's rendered interior pixels (float32, clamped) across "
-                          "classes, per position", colliding_items=bad)
-        rec["status"] = "holds" if bad == 0 else "fails"
-        if bad:
-            q = next(i for i, p in enumerate(per_pos) if p["colliding"])
-            rec["reason"] = (f"{bad} class-0 item(s) render to exactly the same pixels as a class-1 item "
-                             f"(first at position {q})")
-        return rec
-    bad = sum(p["unseparated_pairs"] for p in per_pos)
+        return _exact_equality(rec, vals, n0)
+    bad = next((n for n in (_separated(v[:n0], v[n0:], t, stop_early=True) for v in vals) if n), 0)
     rec.update(method=f"every cross-class pair of items differs by more than eta * max(background) + "
                       f"{ROUNDING_MARGIN:g} = {t:.6f} at some interior pixel (no background pair can make them equal)",
-               background_max=bmax, threshold=t, unseparated_pairs_found=bad)
+               background_max=bmax, threshold=t, unseparated_pairs_found=bad, backgrounds_excluded=0)
     rec["status"] = "holds" if bad == 0 else "not established"
+    if not bad:
+        return rec
+    bound = (f"at least {bad} cross-class item pairs differ by at most {t:.4f} on every interior pixel, so the "
+             f"background bound (eta {eta:g}) cannot separate them")
+    sat = _saturation_check(renderer, masks, vals, n0)
+    excluded = sat.pop("excluded", [])
+    rec.update(bound=bound, saturation=sat, status=sat["status"], backgrounds_excluded=len(excluded),
+               excluded_backgrounds=excluded)
+    if sat["status"] == "holds":
+        rec["method"] = (f"saturation argument (module mibench.tasks.truth_check): {sat['witness']}; "
+                         f"{len(excluded)} of {sat['backgrounds']} backgrounds left out")
+    else:
+        rec["reason"] = f"{bound}, and the saturation argument does not apply ({sat['reason']})"
+    return rec
+
+
+def _exact_equality(rec: dict, vals: list, n0: int) -> dict:
+    """No nuisance: no two items of different classes may render to the same clamped interior pixels."""
+    per_pos = [_rows_collide(v[:n0].clamp(0.0, 1.0).contiguous(), v[n0:].clamp(0.0, 1.0).contiguous()) for v in vals]
+    bad = sum(per_pos)
+    rec.update(method="exact equality of every item's rendered interior pixels (float32, clamped) across "
+                      "classes, per position", colliding_items=bad)
+    rec["status"] = "holds" if bad == 0 else "fails"
     if bad:
-        rec["reason"] = (f"at least {bad} cross-class item pairs differ by at most {t:.4f} on every interior pixel, "
-                         f"so the background bound (eta {eta:g}) cannot separate them")
+        q = next(i for i, n in enumerate(per_pos) if n)
+        rec["reason"] = (f"{bad} class-0 item(s) render to exactly the same pixels as a class-1 item "
+                         f"(first at position {q})")
     return rec
 
 
@@ -225,7 +343,8 @@ def cached_check(kind: str, identity: dict, compute) -> dict:
 
 def enforce(task_name: str, checks: dict) -> tuple[dict, list[str]]:
     """(record for task_info, notes): refuse in one line when a check fails; one note per check
-    that is not established; nothing when every check holds."""
+    that is not established, and one per check that holds only with backgrounds left out; nothing
+    when every check holds as it is."""
     for side, rec in checks.items():
         if rec["status"] == "fails":
             raise MibenchError(f"{task_name}: the true MI needs each source's class to be a function of the rendered "
@@ -234,24 +353,46 @@ def enforce(task_name: str, checks: dict) -> tuple[dict, list[str]]:
              "the true MI assumes each source's class is a function of it (paper §4.3)"
              for side, rec in checks.items() if rec["status"] != "holds"]
     status = "holds" if not notes else "not established"
+    for side, rec in checks.items():
+        if rec["status"] == "holds" and rec.get("backgrounds_excluded"):
+            sat = rec["saturation"]
+            notes.append(f"{task_name}: {rec['backgrounds_excluded']} of {sat['backgrounds']} nuisance backgrounds "
+                         f"left out ({side}: {sat.get('saturating_backgrounds', 0)} "
+                         f"bright enough to white out a digit, {sat['identical_on_blank_pixels']} identical to another "
+                         "where every digit is blank), so that each source's class is a function of the canvas")
     return {"status": status, **({"sides": checks} if len(checks) > 1 else next(iter(checks.values())))}, notes
+
+
+def side_check(task_name: str, identity: dict, side: str, compute) -> dict:
+    """``compute()``, the exact check of one side of a task's input, cached on disk by ``identity`` and the
+    torch version (whose resize arithmetic it covers)."""
+    return cached_check(f"{task_name}-{side}", {**identity, "torch": torch.__version__, "side_checked": side}, compute)
+
+
+def canvas_truth(task_name: str, identity: dict, pool, renderer) -> dict:
+    """:func:`check_canvas` of a task's canvas side ("x"), cached; where it holds by leaving backgrounds
+    out, ``renderer`` draws only the others from now on (by construction, before anything is sampled).
+    Returns the record without the list of indices."""
+    rec = dict(side_check(task_name, identity, "x", lambda: check_canvas(pool, renderer)))
+    excluded = rec.pop("excluded_backgrounds", None) or []
+    if rec["status"] == "holds" and excluded:
+        renderer.leave_out_backgrounds(excluded)
+    return rec
 
 
 def rendered_truth(task, identity: dict, checks: dict, **probe_kwargs):
     """(linear-probe record, exact-check record, notes) for a task's rendered input.
 
-    ``checks`` maps a side ("x", "y") to a function computing its exact check (cached on disk by
-    ``identity`` and the torch version, whose resize arithmetic it covers).  A failed check refuses
-    in one line before anything else; a check that is not established prints one note line; a
-    check that holds prints nothing.  The linear probe (:func:`mibench.tasks.pools.rendered_decodability`)
-    is then recorded as a difficulty figure (how hard the sources are to read linearly), not as a
-    condition of the truth."""
+    ``checks`` maps a side ("x", "y") to its exact check's record, or to a function computing it (cached by
+    :func:`side_check`).  A failed check refuses in one line before anything else; a check that is not
+    established, or holds only with backgrounds left out, prints one note line; a check that holds prints
+    nothing.  The linear probe (:func:`mibench.tasks.pools.rendered_decodability`) is then recorded as a
+    difficulty figure (how hard the sources are to read linearly), not as a condition of the truth."""
     import sys
 
     from mibench.tasks.pools import rendered_decodability
 
-    ident = {**identity, "torch": torch.__version__}
-    done = {side: cached_check(f"{task.name}-{side}", {**ident, "side_checked": side}, fn)
+    done = {side: fn if isinstance(fn, dict) else side_check(task.name, identity, side, fn)
             for side, fn in checks.items()}
     truth, notes = enforce(task.name, done)
     probe = rendered_decodability(task, identity, **probe_kwargs)

@@ -209,6 +209,16 @@ class Renderer:
             if backgrounds.shape[0] * c_bg * side * side * 4 <= PRERENDER_BYTES:
                 self.bg_ready = torch.cat([self._background(backgrounds[i:i + 1024])
                                            for i in range(0, backgrounds.shape[0], 1024)])
+        self._whole_pool = (self.backgrounds, self.bg_ready)
+
+    def leave_out_backgrounds(self, excluded) -> None:
+        """Draw backgrounds only from the pool less ``excluded`` (indices into the whole pool, as the exact
+        truth check lists them: :func:`mibench.tasks.truth_check.canvas_truth`)."""
+        whole, ready = self._whole_pool
+        keep = torch.ones(whole.shape[0], dtype=torch.bool, device=whole.device)
+        keep[torch.as_tensor(list(excluded), dtype=torch.long, device=whole.device)] = False
+        self.backgrounds = whole[keep]
+        self.bg_ready = None if ready is None else ready[keep]
 
     def _background(self, bg_u8: torch.Tensor) -> torch.Tensor:
         """uint8 (n, 3, 32, 32) -> float (n, 1 or 3, side, side) in [0, 1]."""
@@ -328,6 +338,20 @@ class VisionTask(BSCSources):
         self.dr = self.layout[0] * self.side ** 2
         self.dim_x = self.dim_y = self.dr
         self._beta: dict[float, float] = {}
+        self._canvas_check = None
+        if self.nuisance > 0:       # backgrounds that could hide a digit are left out before anything is drawn
+            self._canvas_check = self._check_canvas()
+
+    def _truth_identity(self) -> dict:
+        return {"pool": self._pool_info, "layout": self.layout, "side": self.side, "nuisance": self.nuisance,
+                "backgrounds": self._bg_info}
+
+    def _check_canvas(self) -> dict:
+        from mibench.tasks.truth_check import canvas_truth
+
+        if self._canvas_check is None:
+            self._canvas_check = canvas_truth(self.name, self._truth_identity(), self.pool, self.render)
+        return self._canvas_check
 
     @property
     def bytes_per_pair(self) -> int:
@@ -348,11 +372,9 @@ class VisionTask(BSCSources):
         (:func:`mibench.tasks.truth_check.rendered_truth`; X and Y canvases come from the same pool and
         renderer, so one check covers both); computed once (cached on disk)."""
         if getattr(self, "_decodability", None) is None:
-            from mibench.tasks.truth_check import check_canvas, rendered_truth
+            from mibench.tasks.truth_check import rendered_truth
 
-            ident = {"pool": self._pool_info, "layout": self.layout, "side": self.side, "nuisance": self.nuisance,
-                     "backgrounds": self._bg_info}
-            self._decodability = rendered_truth(self, ident, {"x": lambda: check_canvas(self.pool, self.render)})
+            self._decodability = rendered_truth(self, self._truth_identity(), {"x": self._check_canvas()})
         return self._decodability
 
     def info(self) -> dict:

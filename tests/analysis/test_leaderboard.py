@@ -354,3 +354,28 @@ def test_a_sweep_with_cells_not_run_yet_says_so(tmp_path, capsys):
                                                            {"dir": "c", "status": "interrupted"}]}))
     assert main(["leaderboard", str(root), "-o", str(tmp_path / "lb.csv")]) == 0
     assert "2 of the 3 cells of the sweep" in capsys.readouterr().err
+
+
+def test_a_setup_whose_truth_check_did_not_hold_is_flagged(tmp_path):
+    """A run whose task_info.truth_check is 'not established' carries it into its leaderboard rows
+    (CSV column truth_check, read back) and a bold line under its Markdown heading; a run whose check
+    holds, or that has none, carries nothing; the flag does not split the setup."""
+    rows = [{"estimator": "nwj", "true_mi": 2.0, "bias": -0.1, "variance": 0.01, "mse": 0.02}]
+    write_fake_run(tmp_path / "runs" / "flagged_s0", rows, task="vision", task_params={"nuisance": 1.0}, seed=0,
+                   levels=(2.0,), truth_check="not established")
+    write_fake_run(tmp_path / "runs" / "flagged_s1", rows, task="vision", task_params={"nuisance": 1.0}, seed=1,
+                   levels=(2.0,), truth_check="not established")
+    write_fake_run(tmp_path / "runs" / "exact_s0", rows, task="vision", task_params={"nuisance": 0.5}, seed=0,
+                   levels=(2.0,), truth_check="holds")
+    board, col = build([tmp_path / "runs"])
+    flags = dict(zip(board["task_params"], board["truth_check"]))
+    assert flags == {"nuisance=1": "not established", "nuisance=0.5": ""}
+    assert int(board.loc[board["task_params"] == "nuisance=1", "n_seeds"].iloc[0]) == 2
+    out = tmp_path / "lb.csv"
+    write_all(board, col, out)
+    back = read_leaderboard(out)
+    assert dict(zip(back["task_params"], back["truth_check"])) == flags
+    md = out.with_suffix(".md").read_text()
+    assert md.count("**truth not established**") == 1
+    section = md[md.index("nuisance=1"):]
+    assert section.index("**truth not established**") < section.index("| rank |")

@@ -64,15 +64,101 @@ def test_crafted_colliding_pool_is_refused(capfd):
 
 def test_nuisance_bound_holds_or_is_not_established(capfd):
     """eta 0.2: every cross-class pair differs by more than 0.2 somewhere -> holds for any
-    background; eta 1: no bound can separate values in [0, 1] -> not established, one note line."""
+    background; eta 1 at 1x2x5, 28 x 28: no bound separates values in [0, 1], and some cross-class pair
+    has no pixel where one digit is blank and the other inked (the saturation argument's witness) ->
+    not established, one note line."""
     weak = make_task("vision", data_dir="embedded", layout="1x1x2", side=28, nuisance=0.2).info()
     assert weak["truth_check"]["status"] == "holds" and weak["notes"] == []
     assert weak["truth_check"]["threshold"] == pytest.approx(0.2 * weak["truth_check"]["background_max"] + 1e-5)
     capfd.readouterr()
-    strong = make_task("vision", data_dir="embedded", layout="1x1x2", side=28, nuisance=1.0).info()
+    strong = make_task("vision", data_dir="embedded", side=28, nuisance=1.0).info()
     assert strong["truth_check"]["status"] == "not established"
+    assert strong["truth_check"]["saturation"]["status"] == "not established"
     assert len(strong["notes"]) == 1 and "not established" in strong["notes"][0]
     assert capfd.readouterr().err.count("not established") == 1
+
+
+def test_strong_nuisance_holds_by_leaving_out_backgrounds_that_white_out_a_digit(capfd):
+    """The default 64 x 64 canvas at eta 0.9 holds by the saturation argument with every background (no
+    background reaches 1); at eta 1 it holds with the backgrounds that saturate too many of a position's
+    witness pixels left out, which the renderer then never draws, and one note says so."""
+    mid = make_task("vision", data_dir="embedded", nuisance=0.9).info()
+    assert mid["truth_check"]["status"] == "holds" and mid["truth_check"]["backgrounds_excluded"] == 0
+    assert mid["truth_check"]["saturation"]["background_max"] < 1 and mid["notes"] == []
+    capfd.readouterr()
+    task = make_task("vision", data_dir="embedded", nuisance=1.0)
+    rec = task.info()["truth_check"]
+    left_out = rec["backgrounds_excluded"]
+    assert rec["status"] == "holds" and 0 < left_out < 40 and "excluded_backgrounds" not in rec
+    assert rec["saturation"]["saturating_backgrounds"] == left_out
+    assert task.render.backgrounds.shape[0] == 400 - left_out
+    assert "400 nuisance backgrounds left out" in capfd.readouterr().err
+
+
+def _use_backgrounds(renderer, ready: torch.Tensor) -> None:
+    """Make ``ready`` (float (k, 1, side, side), already resized) the renderer's whole background pool."""
+    renderer._whole_pool = (torch.zeros(ready.shape[0], 3, 32, 32, dtype=torch.uint8), ready)
+    renderer.leave_out_backgrounds([])
+
+
+def _all_canvases(renderer, pool, ready):
+    """Every canvas the renderer draws from ``pool`` (one item of either class per position) over each
+    background of ``ready`` in turn, with the classes behind each: brute force."""
+    import itertools
+
+    g = torch.Generator().manual_seed(0)
+    p = renderer.channels * renderer.rows * renderer.cols
+    combos = torch.tensor(list(itertools.product(range(len(pool)), repeat=p)))
+    out, classes = [], []
+    for b in ready:
+        _use_backgrounds(renderer, b[None])          # the renderer's own blend, with only this background
+        out.append(renderer.from_pool(pool, combos, g))
+        classes.append((combos >= pool.sizes_list[0]).long())      # class 0 first in a pool
+    return torch.cat(out), torch.cat(classes)
+
+
+def test_saturation_argument_is_sound_on_an_exhaustive_small_case():
+    """Three digits per class, two positions, eight backgrounds (a white one, a duplicate, one white
+    behind both digits' middles): the backgrounds the argument keeps never give two canvases with
+    different classes at a position (every canvas enumerated), and the white one it leaves out does."""
+    from mibench.tasks.vision import Renderer
+
+    task = make_task("vision", data_dir="embedded", layout="1x1x2", side=28)
+    n0 = task.pool.sizes_list[0]
+    items = torch.cat([task.pool.items[:3], task.pool.items[n0:n0 + 3]])
+    pool = ClassPool(items, np.r_[np.zeros(3, int), np.ones(3, int)], "cpu")
+    g = torch.Generator().manual_seed(1)
+    ready = torch.rand(8, 1, 28, 28, generator=g) * 0.5
+    ready[1] = 1.0                                   # white: erases every digit at eta 1
+    ready[2] = ready[0]                              # the same image twice
+    ready[3, :, 6:22, 4:24] = 1.0                    # white behind both digits' middles
+    ready[4, :, 0, 0] = 1.0                          # one white pixel: harmless
+    renderer = Renderer((1, 1, 2), 28, 1.0, None, "cpu")
+    _use_backgrounds(renderer, ready)
+    rec = T.check_canvas(pool, renderer)
+    assert rec["status"] == "holds" and rec["method"].startswith("saturation argument")
+    excluded = set(rec["excluded_backgrounds"])
+    assert {1, 2, 3} <= excluded and not {0, 4} & excluded
+    kept = [i for i in range(8) if i not in excluded]
+    canvases, classes = _all_canvases(renderer, pool, ready[kept])
+    for q in range(2):
+        zero = {r.numpy().tobytes() for r in canvases[classes[:, q] == 0]}
+        one = {r.numpy().tobytes() for r in canvases[classes[:, q] == 1]}
+        assert not zero & one, q
+    white, white_classes = _all_canvases(renderer, pool, ready[1:2])
+    assert torch.equal(white[0], white[-1]) and white_classes[0, 0] != white_classes[-1, 0]
+
+
+def test_witness_counts_and_open_pairs_on_small_cases():
+    a = torch.tensor([[0.0, 0.5, 0.0], [0.2, 0.2, 0.2]])
+    b = torch.tensor([[0.3, 0.0, 0.0], [0.2, 0.2, 0.9]])
+    # one blank, the other inked: (0,0) at pixels 0 and 1 -> 2; (0,1) pixels 0, 1 -> 2 (pixel 2: both 0 vs 0.9
+    # -> also, 3); (1,0) pixel 1, 2 -> 2 ... rows of a with no zero pair only where b is blank
+    assert T._fewest_witnesses(a, b) == 0          # a[1] vs b[1]: no pixel blank in exactly one of them
+    assert T._fewest_witnesses(a[:1], b) == 2
+    # a witness needs a difference above INK where the smaller value is at most `low`
+    assert T._without_witness(a, b, 0.1) == 1      # a[1] vs b[1]: they differ only at 0.2 vs 0.9 (> 0.1)
+    assert T._without_witness(a, b, 0.25) == 0
 
 
 def test_separation_bound_is_exact_on_small_cases():

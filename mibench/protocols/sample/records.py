@@ -16,8 +16,9 @@ from mibench.protocols.setup import (
     fmt_value,
     schedule_label,
     setup_params,
+    truth_text,
 )
-from mibench.records.setup import RunSetup
+from mibench.records.setup import RunSetup, truth_flag
 
 
 class SampleRecords(ProtocolRecords):
@@ -29,7 +30,7 @@ class SampleRecords(ProtocolRecords):
         return RunSetup(task=c["task"], task_params=setup_params(c["task"], c.get("task_params") or {}, info),
                         ds=info.get("ds"), dr=info.get("dr"), critic=c["critic"], **sizes,
                         lr=float(kw.get("lr") or 0.0), schedule=schedule_label(c["mi"]), burn_in=0,
-                        precision="fp32", protocol="sample", n=int(c["n"])).row()
+                        precision="fp32", protocol="sample", n=int(c["n"]), truth_check=truth_flag(info)).row()
 
     def seed_rows(self, record) -> list[dict]:
         """One row per estimator x level x seed from sample_estimates.csv (the single estimate of
@@ -134,6 +135,7 @@ class SampleRecords(ProtocolRecords):
         lines = [f"{'#' * level} {f['task']}{params}{dims_text(f)} · sample protocol, n = {f['n']} pairs per "
                  f"dataset · MI {f['schedule']} bits · critic-bound estimators: {f['critic']} critic via "
                  "mibench.estimate" + (f" ({kw})" if kw else " (data-sized defaults)"), "",
+                 *([truth_text(f), ""] if truth_text(f) else []),
                  "| rank | estimator | kind | bound | avg MSE | true MI | estimate | bias | variance | MSE | seeds "
                  "| failed | s / estimate | parameters | status |",
                  "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]

@@ -16,9 +16,10 @@ from mibench.protocols.setup import (
     fmt_value,
     schedule_label,
     setup_params,
+    truth_text,
 )
 from mibench.records.formats import SUMMARY_METRICS
-from mibench.records.setup import RunSetup
+from mibench.records.setup import RunSetup, truth_flag
 
 
 class StreamRecords(ProtocolRecords):
@@ -30,7 +31,7 @@ class StreamRecords(ProtocolRecords):
                         hidden=int(c["hidden"]), embed=int(c["embed"]), batch_size=int(c["batch_size"]),
                         lr=float(c["lr"]), steps=int(c["steps"]), schedule=schedule_label(c["mi"]),
                         burn_in=int(c.get("burn_in") or 0), precision=c.get("precision") or "fp32",
-                        protocol="stream", n=0).row()
+                        protocol="stream", n=0, truth_check=truth_flag(info)).row()
 
     def seed_rows(self, record) -> list[dict]:
         """Summary rows of one run as per-seed samples; repeated segments of the same level within
@@ -123,6 +124,7 @@ class StreamRecords(ProtocolRecords):
         lines = [f"{'#' * level} {f['task']}{params}{dims_text(f)} · {f['critic']} critic "
                  f"{f['layers']}×{f['hidden']} · batch {f['batch_size']} · lr {f['lr']:g} · {f['steps']} steps · "
                  f"MI {f['schedule']} bits" + (f" · burn-in {f['burn_in']}" if f["burn_in"] else ""), "",
+                 *([truth_text(f), ""] if truth_text(f) else []),
                  "| rank | estimator | bound | avg MSE | true MI | estimate | bias | variance | MSE | seeds "
                  "| diverged |",
                  "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
