@@ -19,8 +19,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- which-estimator: begin (scripts/which_estimator.py) -->", "<!-- which-estimator: end -->"
 FILES = (ROOT / "README.md", ROOT / "docs" / "estimators.md")
-#: an estimator is "far off" where its |mean bias| exceeds this many times the family's median |bias|
+#: an estimator is "far off" where its error (mean |seed mean - truth| over the family's tasks) exceeds this many
+#: times the family's median error: the error, not the bias, whose signs can cancel over the tasks
 FAR = 3.0
+#: far-off estimators named with their numbers; the others beyond FAR are named after them
+SHOWN = 3
 
 
 def _secs(v: str) -> str:
@@ -28,11 +31,16 @@ def _secs(v: str) -> str:
     return f"{s:.1f} s" if s < 10 else f"{s:.0f} s"
 
 
-def _far(rows, err, fmt, k=3) -> str:
-    """The ``k`` estimators furthest off among those beyond FAR x the median error (signed)."""
-    median = statistics.median(abs(err(r)) for r in rows)
-    far = sorted((r for r in rows if abs(err(r)) > FAR * max(median, 0.01)), key=lambda r: -abs(err(r)))
-    return ", ".join(fmt(r) for r in far[:k]) or "none"
+def _far(rows) -> str:
+    """The estimators beyond FAR x the family's median error, furthest first: the first SHOWN with their
+    error and mean bias, the rest by name."""
+    median = statistics.median(float(r["mae_bits"]) for r in rows)
+    far = sorted((r for r in rows if float(r["mae_bits"]) > FAR * max(median, 0.01)),
+                 key=lambda r: -float(r["mae_bits"]))
+    shown = ", ".join(f"`{r['estimator']}` {float(r['mae_bits']):.2f} ({float(r['mean_bias_bits']):+.2f})"
+                      for r in far[:SHOWN])
+    rest = ", ".join(f"`{r['estimator']}`" for r in far[SHOWN:])
+    return (shown + (f"; also {rest}" if rest else "")) or "none"
 
 
 def reference_rows(path: Path) -> list[str]:
@@ -50,8 +58,7 @@ def reference_rows(path: Path) -> list[str]:
             return f"`{r['estimator']}` {float(r['mae_bits']):.3f} ({fewer}{_secs(r['seconds'])})"
 
         lead, second = ok[0], ok[1]
-        far = _far(ok, lambda r: float(r["mean_bias_bits"]),
-                   lambda r: f"`{r['estimator']}` {float(r['mean_bias_bits']):+.2f}")
+        far = _far(ok)
         failed = [r["estimator"] for r in g if int(r["failed_cells"])]
         if failed:
             far += "; failed or flagged seeds: " + ", ".join(f"`{e}`" for e in failed)
@@ -62,8 +69,8 @@ def reference_rows(path: Path) -> list[str]:
 
 def block() -> str:
     ref = ROOT / "results" / "reference" / "families.csv"
-    lines = [BEGIN, "| data family (tasks) | leader: error in bits (s / estimate) | runner-up | far off there "
-             "(bias in bits) |", "| --- | --- | --- | --- |", *reference_rows(ref), END]
+    lines = [BEGIN, "| data family (tasks) | leader: error in bits (s / estimate) | runner-up | far off there: "
+             "error (bias) in bits |", "| --- | --- | --- | --- |", *reference_rows(ref), END]
     return "\n".join(lines)
 
 

@@ -427,13 +427,19 @@ class HeldOutEstimator(MemberTraining):
         side has no density (:attr:`intrinsic`; the cause the training diagnostics cannot see, and which more
         steps or pairs do not remove: a value near 0 there is not evidence of independence), else
         ``no_dependence_detected`` (or ``noisy_readout``) where the value is within :data:`NO_DEPENDENCE_SE`
-        standard errors ``se`` of 0 (:func:`within_noise_of_zero`), else ``loose_bound`` for a converged bound
+        standard errors ``se`` of 0 (:func:`within_noise_of_zero`), or at or below 0 where there is no standard
+        error, else ``loose_bound`` for a converged bound
         of a :attr:`loose_bound` estimator."""
         status, reason = assessed
         if status in ("converged", "overfit", "still_improving") and self.intrinsic:
             return "no_density", no_density_reason(self.intrinsic)
-        judged = status in ("converged", "overfit") and not math.isnan(value) and math.isfinite(se)
-        near_zero = within_noise_of_zero(value, se) if judged else None
+        judged = status in ("converged", "overfit") and not math.isnan(value)
+        near_zero = None
+        if judged and math.isfinite(se):
+            near_zero = within_noise_of_zero(value, se)
+        elif judged and value <= 0:      # no standard error (minde-*, mienf*), but a reading at or below independence
+            near_zero = ("no_dependence_detected", f"{value:.3g} nats is at or below zero (this estimator gives no "
+                                                   "standard error)")
         if near_zero:
             return near_zero
         if status == "converged" and self.loose_bound:

@@ -197,8 +197,10 @@ def read_sample_estimates(path) -> list[dict]:
     """``sample_estimates.csv`` rows as dicts with ``true_mi`` / ``estimate`` / ``mi_stderr`` /
     ``seconds`` as floats (NaN when empty), ``seed`` / ``n`` / ``n_parameters`` as ints, and
     ``mi_status`` / ``clipped`` present (empty) in files written before those columns existed
-    (whose ``flag`` column is read as ``mi_status``).  A second row of the same estimator, level and
-    seed is refused: a run makes each estimate once, so it can only be a damaged or edited file."""
+    (whose ``flag`` column is read as ``mi_status``), and ``not_assessed`` for a black-box value recorded
+    without a status (as files written before black-box values got one hold it).  A second row of the same
+    estimator, level and seed is refused: a run makes each estimate once, so it can only be a damaged or edited
+    file."""
     rows = read_csv_rows(path, required=["estimator", "seed", "true_mi", "estimate", "status"],
                          floats=("true_mi", "estimate", "mi_stderr", "seconds"), ints=("seed",),
                          what="sample_estimates.csv")
@@ -211,6 +213,9 @@ def read_sample_estimates(path) -> list[dict]:
         seen.add(key)
         if "mi_status" not in r:
             r["mi_status"] = r.pop("flag", "") or ""
+        if r["status"] == "ok" and not r["mi_status"] and r.get("kind") not in (None, "", "critic"):
+            # written before a black-box value was recorded as mibench.estimate reports it
+            r["mi_status"] = "not_assessed"
         r.setdefault("clipped", "")
         r.setdefault("mi_stderr", float("nan"))
         r.setdefault("seconds", float("nan"))

@@ -111,6 +111,23 @@ def test_a_readout_whose_blocks_disagree_is_noisy_not_independent():
     assert judged(Judge(), ("converged", ""), 1.82, 0.3) == ("converged", "")
 
 
+def test_a_reading_below_zero_without_a_standard_error_is_no_dependence_detected():
+    """minde-* and mienf* give no standard error: a held-out reading of -0.09 nats, recorded as 0 and clipped,
+    read `converged` (the reading says the models saw nothing above independence). It reads
+    `no_dependence_detected` now; a positive reading without a standard error keeps the training's status."""
+    from mibench.estimators.trained import HeldOutEstimator
+
+    class Judge:
+        intrinsic, loose_bound = None, False
+    judged = HeldOutEstimator.judged
+    nan = float("nan")
+    status, reason = judged(Judge(), ("converged", ""), -0.09, nan)
+    assert status == "no_dependence_detected" and "no standard error" in reason
+    assert judged(Judge(), ("overfit", "why"), 0.0, nan)[0] == "no_dependence_detected"
+    assert judged(Judge(), ("converged", ""), 0.4, nan) == ("converged", "")
+    assert judged(Judge(), ("still_improving", "why"), -0.09, nan) == ("still_improving", "why")
+
+
 def test_an_estimator_whose_number_is_a_loose_bound_never_reads_converged():
     """club read 0.96-6.3x the truth on BMI's 40 tasks in the reference table (median 3.0) and js-paper
     0.0-0.8x, with status `converged` right on 6 of 114 and 0 of 32 seeds: a converged readout of either

@@ -99,16 +99,17 @@ def test_estimate_status_and_stderr_reach_csv_summary_and_leaderboard(tmp_path):
     assert all(math.isfinite(float(r["mi_stderr"])) and float(r["mi_stderr"]) >= 0 for r in crit)
     assert all(r["clipped"] in ("True", "False") for r in crit)
     box = [r for r in rows if r["estimator"] == "gaussian"]
-    assert all(r["mi_status"] == r["mi_stderr"] == "" and r["clipped"] == "False" for r in box)
+    # a black-box value is recorded as mibench.estimate reports it: not_assessed, no standard error
+    assert all(r["mi_status"] == "not_assessed" and r["mi_stderr"] == "" and r["clipped"] == "False" for r in box)
     summ = {r["estimator"]: r for r in _csv(out / "summary.csv")}
     counts = dict(kv.split(":") for kv in summ["infonce"]["mi_status"].split(";"))
     assert sum(map(int, counts.values())) == 2 and set(counts) <= set(STATUSES)
-    assert summ["gaussian"]["mi_status"] == summ["gaussian"]["mi_stderr"] == ""
+    assert summ["gaussian"]["mi_status"] == "not_assessed:2" and summ["gaussian"]["mi_stderr"] == ""
     board, _ = build([out])
     b = {r["estimator"]: r for r in board.to_dict("records")}
     assert b["infonce"]["mi_status"] == summ["infonce"]["mi_status"]
     assert b["infonce"]["mi_stderr"] == pytest.approx(float(summ["infonce"]["mi_stderr"]), rel=1e-4)
-    assert b["gaussian"]["mi_status"] == "" and not math.isfinite(b["gaussian"]["mi_stderr"])
+    assert b["gaussian"]["mi_status"] == "not_assessed:2" and not math.isfinite(b["gaussian"]["mi_stderr"])
 
 
 def test_sample_files_without_status_columns_still_load(tmp_path, seed_valued):
@@ -138,6 +139,26 @@ def test_sample_files_without_status_columns_still_load(tmp_path, seed_valued):
     (b,) = board.to_dict("records")
     assert b["mi_status"] == "converged:2" and b["mean_estimate"] == pytest.approx(1.5)
     assert plot_results(out)
+
+
+def test_a_black_box_value_recorded_without_a_status_reads_not_assessed(tmp_path):
+    """Files written before black-box values got mibench.estimate's status (blank) read ``not_assessed``
+    for an ok black-box row; a failed row and a critic row keep what they hold."""
+    from mibench.records import read_sample_estimates
+
+    out = tmp_path / "run"
+    run_sample(SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=["gaussian"], mi=1, n=400,
+                            seeds=[0, 1], timeout=None, device="cpu"), out_dir=out, plot=False)
+    rows = _csv(out / "sample_estimates.csv")
+    rows[0]["mi_status"] = ""
+    rows[1].update(mi_status="", status="error", error="boom")
+    rows.append({**rows[0], "estimator": "infonce", "kind": "critic", "mi_status": ""})
+    with open(out / "sample_estimates.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    back = read_sample_estimates(out / "sample_estimates.csv")
+    assert [r["mi_status"] for r in back] == ["not_assessed", "", ""]
 
 
 @pytest.mark.parametrize("task,params", [("gaussian", {"dim": 2}), ("gauss-dense-3x2", {}),

@@ -62,7 +62,7 @@ def estimate_once(name: str, x: np.ndarray, y: np.ndarray, seed: int, critic: st
             out["seconds"] = time.perf_counter() - t0
             value = estimate_value(raw, "estimate")
             out["n_parameters"] = own_n_parameters(obj)
-            out["mi_status"] = own_status(obj) if getattr(obj, "status", None) else ""
+            out["mi_status"] = own_status(obj)     # as mibench.estimate records it: not_assessed where it sets none
             out["info"] = str(getattr(obj, "last_info", "") or "")
         _finish(out, value, None if kind == CRITIC else obj, len(x))
     except BaseException as exc:  # recorded, the run carries on (KeyboardInterrupt re-raised)
