@@ -31,11 +31,31 @@ class Finding:
     detail: str = ""
 
     def label(self) -> str:
+        """The row in words: every field of its setup that can tell it from another row (the schedule, the
+        learning rate; burn-in, embedding width and precision where they are set)."""
         k = self.key
         params = f"[{k['task_params']}]" if k.get("task_params") else ""
-        how = (f"n {k['n']}" if str(k.get("protocol")) == "sample"      # a sample run has no critic or steps
-               else f"{k['critic']} {k['layers']}x{k['hidden']} b{k['batch_size']} {k['steps']} steps")
-        return f"{k['task']}{params} {k['estimator']} {how} @ {k['true_mi']:g} bits"
+        if str(k.get("protocol")) == "sample":      # a sample run has no critic or steps of its own
+            how = f"n {k['n']}" + "".join(f" {name} {k[name]}" for name in ("layers", "hidden", "batch_size", "steps")
+                                          if _set(k.get(name)))
+        else:
+            how = f"{k['critic']} {k['layers']}x{k['hidden']} b{k['batch_size']} {k['steps']} steps"
+        if _set(k.get("lr")):
+            how += f" lr {float(k['lr']):g}"
+        for name, word in (("burn_in", "burn-in"), ("embed", "embed")):
+            if _set(k.get(name)):
+                how += f" {word} {k[name]}"
+        if k.get("precision") not in (None, "", "fp32"):
+            how += f" {k['precision']}"
+        return f"{k['task']}{params} {k['estimator']} {how}, schedule {k.get('schedule')} bits @ {k['true_mi']:g} bits"
+
+
+def _set(value) -> bool:
+    """A setup number that was set (not 0, empty or NaN)."""
+    try:
+        return bool(value) and float(value) == float(value) and float(value) != 0
+    except (TypeError, ValueError):
+        return False
 
 
 @dataclass
@@ -95,6 +115,9 @@ def compare(new, baseline, tolerance: float = 0.25, mse_floor: float = 0.05, bia
                 and value >= 0):
             raise MibenchError(f"{flag} must be a finite number >= 0, got {value!r}")
     metrics = tuple(m.strip().lower() for m in (metrics.split(",") if isinstance(metrics, str) else metrics))
+    if not any(metrics):
+        raise MibenchError("--metrics takes mse and/or bias, got none: a gate on no metric passes any change of the "
+                           "numbers")
     for m in metrics:
         if m not in ("mse", "bias"):
             raise MibenchError(f"--metrics takes mse and/or bias, got {m!r}")

@@ -67,12 +67,18 @@ def plot_results(target, out_dir=None, max_bar_plots: int = 24) -> list[Path]:
                 n_stairs += 1
     several = df["protocol"].nunique() > 1
     for (task, proto), g in df.groupby(["task", "protocol"], sort=True):     # a sample run has no batch-size axis
-        for axis in sweep_axes(g):
-            others = [a for a in sweep_axes(g) if a != axis and not (axis == "ds" and a == "dr")]
+        axes = sweep_axes(g)
+        # setup fields that are no axis but vary (steps, the schedule, lr, n, ...; task parameters besides the
+        # axes'): each value its own series, never averaged with the others as if they were seeds
+        unplotted = [k for k in SETUP_KEY if k not in ("task", "task_params", "protocol", *SWEEP_AXES)
+                     and g[k].astype(str).nunique() > 1]
+        if axes and g.groupby(axes, dropna=False)["task_params"].nunique().max() > 1:
+            unplotted.append("task_params")
+        for axis in axes:
+            others = [a for a in axes if a != axis and not (axis == "ds" and a == "dr")] + unplotted
             style = None
             if others:
-                g = g.assign(setup=g[others].astype(str).agg(" ".join, axis=1)) if len(others) > 1 else \
-                    g.assign(setup=g[others[0]].astype(str))
+                g = g.assign(setup=g[others].astype(str).radd([f"{k} " for k in others]).agg(" · ".join, axis=1))
                 style = "setup"
             path = out / f"sweep_{axis}_{file_slug(task)}{'_' + proto if several else ''}.png"
             plot_sweep(g, axis, path, title=f"{task}: estimation error vs {SWEEP_AXES[axis]}",

@@ -90,11 +90,15 @@ def cmd_leaderboard(args) -> int:
                              prefix="" if stem == "leaderboard" else f"{stem}_")
     print(f"{len(board)} rows from {len(col.runs)} runs -> " + ", ".join(map(str, paths)))
     failed = board.groupby(SETUP_KEY + ["estimator"], dropna=False)["diverged_seeds"].transform("sum")
-    top = board[board["rank"] == 1].drop_duplicates(["task", "task_params", "critic", "layers", "hidden",
-                                                     "batch_size", "steps", "schedule"])
+    top = board[board["rank"] == 1].drop_duplicates(SETUP_KEY)
+    named = ("task", "task_params", "critic", "layers", "hidden", "steps", "n", "protocol")
+    # a setup field the line leaves out, where the setups differ in it: named, so no two lines read alike
+    alike = top[top.duplicated(list(named), keep=False)].astype(str).groupby(list(named))
+    extra = [k for k in SETUP_KEY if k not in named and len(alike) and alike[k].nunique().max() > 1]
     for _, r in top.iterrows():
         setup = (f"sample protocol, n = {int(r['n'])}" if r["n"] else
                  f"{r['critic']} {r['layers']}x{r['hidden']}, {r['steps']} steps")
+        setup += "".join(f", {k} {r[k]}" for k in extra)
         print(f"  best on {r['task']}{' (' + r['task_params'] + ')' if r['task_params'] else ''} "
               f"[{setup}]: {r['estimator']} (MSE averaged over levels {r['rank_score']:.3f} bits²"
               + (f"; {int(failed[r.name])} failed estimate(s): every estimator here has some" if failed[r.name] else "")

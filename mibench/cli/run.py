@@ -127,7 +127,7 @@ def rerun_config(args):
     protocol = _protocol_of_config(raw, data)
     base = protocol.config_from_dict(raw, f"--config {path}")
     fields = {f.name for f in dataclasses.fields(base)}
-    changes, params, overrides = {}, dict(base.task_params or {}), {}
+    changes, params, overrides, training = {}, dict(base.task_params or {}), {}, {}
     flags = _flag_names()
     for dest in sorted(getattr(args, "_given", ())):
         value = getattr(args, dest)
@@ -137,13 +137,41 @@ def rerun_config(args):
             params[dest] = value
         elif dest in fields:
             changes[dest] = value
+        elif protocol.name == "sample" and dest in SAMPLE_TRAINING_FLAGS:
+            training[dest] = value          # the critic estimators' settings, as on a sample run's command line
         else:
             raise MibenchError(f"--{flags[dest]} cannot be combined with --config of a {protocol.name} run "
                                "(it is not part of its config)")
         overrides[flags[dest]] = value
+    if protocol.name == "sample":
+        changes["estimate_kwargs"] = _sample_training(base, changes.get("estimators", base.estimators), training)
     cfg = dataclasses.replace(base, task_params=params, **changes)
     recorded_id = data.get("run_id") if isinstance(data, dict) else None
     return protocol, cfg, {"rerun_of": {"config": str(path.resolve()), "run_id": recorded_id, "overrides": overrides}}
+
+
+#: a sample run's flags that set its critic estimators' training (``estimate_kwargs``)
+SAMPLE_TRAINING_FLAGS = ("steps", "batch_size", "lr", "hidden", "layers", "embed")
+
+
+def _sample_training(base, estimators, given: dict) -> dict:
+    """The ``estimate_kwargs`` of a sample run re-run with ``--config``: the recorded ones with the training flags
+    ``given`` on top; given flags that reach no critic estimator of ``estimators`` are refused as on the command
+    line, and recorded ones are dropped where none is left to take them (a run of ksg alone recorded the steps
+    of the critic estimators it no longer runs)."""
+    from mibench.errors import MibenchError
+    from mibench.estimators import ESTIMATORS, resolve_estimators
+    from mibench.estimators.kinds import CRITIC
+    from mibench.protocols.sample.config import check_flags_reach_a_critic
+
+    check_flags_reach_a_critic(given, estimators)
+    try:
+        names = resolve_estimators(estimators)
+    except MibenchError:
+        names = []                      # the config's own check says what is wrong with them
+    if names and not any(getattr(ESTIMATORS.get(n).obj, "kind", None) == CRITIC for n in names):
+        return {}
+    return {**(base.estimate_kwargs or {}), **given}
 
 
 def _protocol_of_config(raw: dict, data):

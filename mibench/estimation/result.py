@@ -8,7 +8,7 @@ import numpy as np
 STATUSES = ("converged", "overfit", "still_increasing", "still_improving", "no_dependence_detected", "diverged",
             "train_only", "deterministic", "near_ceiling", "not_assessed", "failed_fit", "above_sample_limit",
             "high_dimensional", "tied_values", "few_pairs_per_bin", "too_few_evaluations", "loose_bound",
-            "not_gaussian", "no_density", "noisy_readout", "outlier_range")
+            "not_gaussian", "no_density", "noisy_readout", "outlier_range", "reduced_inputs")
 
 
 def own_status(obj) -> str:

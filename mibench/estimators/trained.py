@@ -179,6 +179,16 @@ def within_noise_of_zero(value: float, se: float) -> tuple[str, str] | None:
                                  "the blocks disagree too much to read the value or its absence")
     return "no_dependence_detected", f"{value:.3g} nats is at or below {NO_DEPENDENCE_SE:g} standard errors ({se:.3g})"
 
+def reduced_inputs_reason(reduction: dict) -> str:
+    """Why a converged readout of reduced inputs reads ``reduced_inputs`` (``reduction``: the canonical reduction's
+    record, :func:`mibench.estimators.reduce.fit_canonical_reduction`)."""
+    from mibench.estimators.reduce import REDUCE_ABOVE_DIM
+
+    rank = reduction.get("rank", "?") if isinstance(reduction, dict) else "?"
+    return (f"estimated on {rank} canonical variates a side (the inputs exceed {REDUCE_ABOVE_DIM} joint dimensions): "
+            "the number is I(AX; BY) <= I(X; Y), below the MI where the reduction drops dependence")
+
+
 #: why a converged readout of an estimator whose number is a loose bound reads ``loose_bound``
 LOOSE_BOUND_REASON = ("the readout is a bound whose gap to the MI the estimator's diagnostics cannot see: read it as "
                       "a bound, not an estimate")
@@ -428,8 +438,9 @@ class HeldOutEstimator(MemberTraining):
         steps or pairs do not remove: a value near 0 there is not evidence of independence), else
         ``no_dependence_detected`` (or ``noisy_readout``) where the value is within :data:`NO_DEPENDENCE_SE`
         standard errors ``se`` of 0 (:func:`within_noise_of_zero`), or at or below 0 where there is no standard
-        error, else ``loose_bound`` for a converged bound
-        of a :attr:`loose_bound` estimator."""
+        error, else ``loose_bound`` for a converged bound of a :attr:`loose_bound` estimator, else ``reduced_inputs``
+        for a converged readout of reduced inputs (:attr:`reduction`: the number estimates I(AX; BY) of the
+        canonical variates, at most I(X; Y), which the diagnostics cannot tell from the MI)."""
         status, reason = assessed
         if status in ("converged", "overfit", "still_improving") and self.intrinsic:
             return "no_density", no_density_reason(self.intrinsic)
@@ -444,6 +455,8 @@ class HeldOutEstimator(MemberTraining):
             return near_zero
         if status == "converged" and self.loose_bound:
             return "loose_bound", LOOSE_BOUND_REASON
+        if status == "converged" and self.reduction:
+            return "reduced_inputs", reduced_inputs_reason(self.reduction)
         return status, reason
 
     def record(self, details: dict, best: dict, xs: tuple, device) -> None:

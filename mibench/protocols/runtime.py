@@ -97,6 +97,14 @@ def sigterm_requests_stop():
             os.kill(os.getpid(), signal.SIGTERM)
 
 
+def end_by_interrupt() -> None:
+    """End this process as Ctrl-C does by default -- killed by SIGINT, exit code -2 -- without the traceback
+    Python prints for a KeyboardInterrupt: an estimate worker's way out, so that its parent reads an
+    interrupt (:meth:`mibench.protocols.workers.EstimateWorker.run`), not a crash."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
 def check_stop() -> None:
     """Raise :class:`~mibench.errors.Terminated` where SIGTERM asked to stop (called at every step or
     estimate, and by a sweep driver while it waits)."""

@@ -66,3 +66,11 @@ def parse_schedule(spec, steps: int) -> MISchedule:
     if steps < 1:
         raise MibenchError(f"--steps must be >= 1, got {steps}")
     return MISchedule(levels, int(steps))
+
+
+def check_burn_in(burn_in: int, schedule: MISchedule) -> None:
+    """A burn-in shorter than every MI level of ``schedule`` (else no step of a level would be scored): one line."""
+    shortest = int(np.diff(schedule.boundaries).min())
+    if burn_in >= shortest:
+        raise MibenchError(f"--burn-in {burn_in} is as long as an MI level ({shortest} steps): no step would be "
+                           "scored; use a smaller --burn-in or more --steps")

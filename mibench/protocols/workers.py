@@ -80,18 +80,25 @@ def _estimate_worker_main(conn, payload: bytes | None, sys_path: list, parent_pi
     except BaseException as exc:  # pragma: no cover - reported to the parent
         conn.send(("fatal", f"{type(exc).__name__}: {exc}"))
         return
-    while True:
-        try:
-            job = conn.recv()
-        except EOFError:
-            return
-        if job is None:
-            return
-        result = run_job(job)
-        try:
-            conn.send(("done", result))
-        except OSError:      # the parent is gone (killed): nobody to answer, and nothing to report
-            return
+    try:
+        while True:
+            try:
+                job = conn.recv()
+            except EOFError:
+                return
+            if job is None:
+                return
+            result = run_job(job)
+            try:
+                conn.send(("done", result))
+            except OSError:      # the parent is gone (killed): nobody to answer, and nothing to report
+                return
+    except KeyboardInterrupt:
+        # Ctrl-C reached the worker too: end by the signal itself (the parent reads the exit code), without the
+        # traceback multiprocessing prints for an exception ("Process mibench-estimate-worker:")
+        from mibench.protocols.runtime import end_by_interrupt
+
+        end_by_interrupt()
 
 
 class EstimateWorker:
@@ -149,8 +156,9 @@ class EstimateWorker:
             self.stop(kill=True)
             raise MibenchError(f"the estimate worker failed to start: {msg}")
 
-    def run(self, job: tuple, timeout: float) -> dict:
-        """Run one ``estimate_once`` job; a timeout or a dead worker is returned as a failed result.
+    def run(self, job: tuple, timeout: float, limit: str | None = None) -> dict:
+        """Run one ``estimate_once`` job; a timeout or a dead worker is returned as a failed result (``limit``:
+        how a timeout names the limit, default ``--timeout <timeout> s``).
         While it waits, a stop request (SIGTERM, :func:`~mibench.protocols.runtime.check_stop`) is
         honoured at once: the worker is killed and :class:`~mibench.errors.Terminated` raised, so the
         run ends ``interrupted`` without waiting for the estimate in flight."""
@@ -173,7 +181,8 @@ class EstimateWorker:
                 kind, res = self.conn.recv()
                 return res
             self.stop(kill=True)
-            return {"status": "timeout", "error": f"no estimate within --timeout {timeout:g} s (worker killed)",
+            limit = limit or f"--timeout {timeout:g} s"
+            return {"status": "timeout", "error": f"no estimate within {limit} (worker killed)",
                     "value_nats": float("nan"), "seconds": float(timeout), "n_parameters": 0, "kind": ""}
         except (EOFError, BrokenPipeError, ConnectionResetError, OSError) as exc:
             if self.proc is not None:

@@ -296,8 +296,12 @@ def claim(out, config, *, resume: bool = False, overwrite: bool = False, kind: s
                 shutil.rmtree(path)
         elif not same:
             differ = f" ({', '.join(diff)} differ)" if diff else ""
+            # a sample cell holds all its seeds in one run: other seeds are other cells, never more of these
+            hint = ("; a sample sweep's cell holds all its seeds, so run the new seeds into another --out and give "
+                    "both to mibench leaderboard, which pools the seeds of one setup") if kind == "sweep" and \
+                diff == ["seeds"] else ""
             raise MibenchError(f"--out {path} holds a different {kind}{differ}; choose another --out or pass "
-                               "--overwrite to replace it")
+                               f"--overwrite to replace it{hint}")
         elif not resume:
             raise MibenchError(f"--out {path} already holds this {kind} ({status}); pass --resume to continue "
                                "it or --overwrite to start it again")
@@ -328,8 +332,18 @@ def _compare(path: Path, kind: str, recorded: dict, config) -> tuple[bool, list,
                                "wait for it or stop it")
         return (fingerprint(recorded["config"]) == fingerprint(config), config_diff(recorded["config"], config),
                 status)
-    old, new = sweep_cells(c.get("config", {}) for c in recorded.get("cells", [])), sweep_cells(config)
-    return old <= new, [], recorded.get("status", "") if old == new else "this sweep extends it"
+    cells = [c.get("config", {}) for c in recorded.get("cells", [])]
+    old, new = sweep_cells(cells), sweep_cells(config)
+    diff = ["seeds"] if not old <= new and _only_seeds_differ(cells, list(config)) else []
+    return old <= new, diff, recorded.get("status", "") if old == new else "this sweep extends it"
+
+
+def _only_seeds_differ(old: list, new: list) -> bool:
+    """Whether two sweeps' sample cells are the same but for their seeds."""
+    def strip(cells):
+        return sorted(json.dumps({k: v for k, v in c.items() if k != "seeds"}, sort_keys=True, default=str)
+                      for c in cells if isinstance(c, dict) and c.get("protocol") == "sample")
+    return bool(old) and len(old) == len(new) and strip(old) == strip(new) and len(strip(new)) == len(new)
 
 
 def _recorded(path: Path, kind: str, overwrite: bool = False) -> dict | None:

@@ -203,7 +203,9 @@ def _sweeps(source, site: Path, taken: set) -> list[dict]:
         if not commands and m.get("command"):
             commands = [m["command"]]
         first = invocations[0] if invocations else m
-        rerun = f"mibench sweep {Path(spec_file).name} --out {shown}" if spec_file else None
+        # from the page's folder, where the spec file is, into a folder of its own (the sweep's --out holds the
+        # complete sweep, which refuses a second run of it without --resume)
+        rerun = f"mibench sweep {spec_file} --out rerun/{Path(spec_file).stem}" if spec_file else None
         if rerun and first.get("workers"):
             rerun += f" --workers {first['workers']}"
         if rerun and first.get("threads_per_worker"):

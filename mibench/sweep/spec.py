@@ -145,7 +145,7 @@ class SweepSpec:
         from mibench.protocols import choose_protocol
         from mibench.protocols.schedule import parse_schedule
         from mibench.tasks import TASKS
-        from mibench.tasks.base import check_fixed_level, mi_for_task
+        from mibench.tasks.base import check_fixed_level, check_mi_request, mi_for_task
         from mibench.utils.checks import check_task_params
 
         settings = [{k: t.get(k, self.scalars.get(k)) for k in SCALARS} for t in self.tasks]
@@ -165,8 +165,11 @@ class SweepSpec:
                 params = check_task_params(entry.name, entry.obj, dict(zip(keys, combo)))
                 new = protocol.expand(entry.name, params, estimators, axes, scal, self.split_estimators)
                 levels = {v for c in new for v in parse_schedule(c["mi"], 10**9).levels}
-                for level in sorted(levels):   # a fixed-MI task at another level: refused now, not per cell
+                reach = getattr(entry.obj, "max_mi", None)        # (most bits, why) without building the task
+                for level in sorted(levels):   # a fixed-MI task at another level, or above the task: refused now
                     check_fixed_level(entry.name, level)
+                    if reach is not None:
+                        check_mi_request(entry.name, level, *reach(**params))
                 configs += new
         if not configs:
             raise MibenchError("the sweep has no cells")

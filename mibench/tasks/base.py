@@ -94,6 +94,11 @@ MAX_BITS_PER_PAIR = 16.0
 PER_PAIR_NOTE = f"{MAX_BITS_PER_PAIR:g} bits per correlated pair: float32 samples resolve no finer noise"
 
 
+def sources_reach(ds: int) -> tuple[float, str]:
+    """(most bits, why) of a task of ``ds`` binary sources (one bit each), as its factory's ``max_mi``."""
+    return float(ds), f"ds = {ds} binary sources"
+
+
 class LevelAboveTask(MibenchError):
     """A requested MI level above what the task holds (:func:`check_mi_request`): the command line
     adds, where ``--mi`` was left out, that the level was its default."""

@@ -62,3 +62,5 @@ def make_gaussian(device="cpu", dim: int = 10, cubic: bool = False) -> GaussianT
 
 
 make_gaussian.check_params = check_params
+#: (most bits, why) of a task with these parameters, without building it: a sweep refuses a level above it at once
+make_gaussian.max_mi = lambda dim=10, **_: (int(dim) * MAX_BITS_PER_PAIR, PER_PAIR_NOTE)

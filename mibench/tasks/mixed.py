@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from mibench.tasks.base import sources_reach
 from mibench.tasks.pools import BSCSources
 from mibench.tasks.registry import TASKS
 from mibench.tasks.text import DEFAULT_MARGIN, load_imdb_pool
@@ -125,3 +126,4 @@ def check_params(ds=None, layout=None, side: int = DEFAULT_SIDE, nuisance: float
 
 
 make_mixed.check_params = check_params
+make_mixed.max_mi = lambda ds=None, layout=None, **_: sources_reach(int(np.prod(parse_layout(ds, layout))))

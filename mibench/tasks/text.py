@@ -29,6 +29,7 @@ import torch
 
 from mibench.data.sources import shown_path
 from mibench.errors import MibenchError
+from mibench.tasks.base import sources_reach
 from mibench.tasks.pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
 from mibench.tasks.registry import TASKS
 from mibench.tasks.vision import pairing_info, parse_layout
@@ -177,3 +178,4 @@ def make_text(device="cpu", ds=10, encoder=None, data_dir=None, n_per_class=None
 
 
 make_text.check_params = check_params
+make_text.max_mi = lambda ds=10, **_: sources_reach(check_ds(ds))

@@ -8,31 +8,21 @@ the precision the estimator receives them (float32 here).  This module checks th
 exhaustively over the pools, vectorised; a linear probe on rendered samples
 (:func:`mibench.tasks.pools.rendered_decodability`) stays as a *difficulty* figure.
 
-* **Vision canvas** (:class:`mibench.tasks.vision.Renderer`): the resize is linear with non-negative
-  weights, so an output pixel whose weights on every other patch are exactly zero (an *interior*
-  pixel of patch p, found by resizing indicator images) is a function of patch p alone, bit for
-  bit.  Every pool item is rendered at every position (:func:`render_interiors`); with no nuisance,
-  no two items of different classes may have equal values there (exact byte comparison).  With a
-  nuisance eta, x_o = min(1, a_o + eta b_o): first the *bound*: every cross-class pair differs by more
-  than eta B + 1e-5 on some interior pixel (B the largest background value), which separates them
-  under every pair of backgrounds (:func:`_separated`); where it cannot (a strong nuisance), the
-  *saturation argument* (:func:`_saturation_check`): (i) the interior pixels blank in every pool item
-  read min(1, eta b_o) whatever the digits, so two backgrounds that differ there can never give one
-  canvas -- a background equal there to an earlier one is excluded; (ii) under one background, a
-  pixel where one item is exactly blank and the other is inked (> :data:`INK`) differs unless the
-  background saturates it (eta b_o = 1), and where eta B < 1 a pixel where the smaller value is at most
-  1 - eta B - 2e-6 cannot saturate at all: so every cross-class pair needs such a witness pixel
-  (eta B < 1), or more witness pixels than the background has saturated pixels there (eta B = 1; a
-  background with too many is excluded, by construction: those are the ones that can white out a
-  digit).  The renderer then draws only the kept backgrounds.
+* **Vision canvas** (:class:`mibench.tasks.vision.Renderer`): an *interior* pixel of patch p (its resize
+  weights on every other patch exactly zero) is a function of patch p alone, bit for bit; every pool item
+  is rendered at every position (:func:`render_interiors`).  No nuisance: no two items of different classes
+  may have equal values there.  A nuisance eta: first the bound (every cross-class pair differs by more than
+  eta max(background) somewhere: :func:`_separated`), else the saturation argument
+  (:func:`_saturation_check`: the pixels blank in every item tell the backgrounds apart, and under one
+  background a pixel where one item is blank and the other inked differs unless the background clamps it
+  to 1); backgrounds that could hide a digit are left out, by construction, and the renderer draws only
+  the others.
 * **Text blocks**: X is ds kept embeddings side by side, so no two kept items of different classes
   may be identical rows.
 
-Outcomes: ``holds`` (proved; with a nuisance, for the backgrounds kept), ``fails`` (C is not a function
-of X: the task refuses in one line), ``not established`` (no interior pixel at some position, or neither
-nuisance argument applies: the run records it, says so in one line, and its leaderboard rows say
-``truth_check: not established``).  The argument in full: docs/tasks.md, "The truth is
-checked on what the estimator sees".
+Outcomes: ``holds`` (for the kept backgrounds), ``fails`` (the task refuses in one line), ``not
+established`` (recorded, one note line, flagged in leaderboards).  The arguments in full: docs/tasks.md,
+"The truth is checked on what the estimator sees".
 """
 from __future__ import annotations
 

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 
 from mibench.data.sources import shown_path
 from mibench.errors import MibenchError
+from mibench.tasks.base import sources_reach
 from mibench.tasks.pools import BSCSources, ClassPool, cached_filter, check_kept_pool, pool_info
 from mibench.tasks.registry import TASKS
 from mibench.utils.checks import check_positive_int
@@ -404,3 +405,4 @@ def make_vision(device="cpu", ds=None, layout=None, side: int = DEFAULT_SIDE, nu
 
 
 make_vision.check_params = check_params
+make_vision.max_mi = lambda ds=None, layout=None, **_: sources_reach(int(np.prod(parse_layout(ds, layout))))

@@ -379,3 +379,27 @@ def test_a_setup_whose_truth_check_did_not_hold_is_flagged(tmp_path):
     assert md.count("**truth not established**") == 1
     section = md[md.index("nuisance=1"):]
     assert section.index("**truth not established**") < section.index("| rank |")
+
+
+def test_gate_labels_tell_rows_apart_and_a_gate_on_no_metric_is_refused(tmp_path):
+    """Two baseline rows differing only in their schedule printed one label twice ('WORSE missing ... @ 2
+    bits'); metrics=() passed a bias that went from 1.7 to 100 bits."""
+    base = build([_scaled(tmp_path, "base")])[0]
+    two = pd.concat([base, base.assign(schedule="2,4")], ignore_index=True)
+    report = compare(base.iloc[:0].pipe(lambda d: pd.concat([d, base.iloc[:1]])), two, allow_missing=False)
+    labels = [f.label() for f in report.regressions if f.kind == "missing"]
+    assert len(labels) == len(set(labels)) > 1
+    assert any("schedule 2,4 bits" in lb for lb in labels)
+    for metrics in ((), "", []):
+        with pytest.raises(MibenchError, match="got none"):
+            compare(base.assign(bias=100.0, abs_bias=100.0), base, metrics=metrics)
+
+
+def test_best_on_lines_name_what_tells_their_setups_apart(tmp_path, capsys):
+    """Two setups differing only in the MI schedule printed the same 'best on' line twice."""
+    rows = [{"estimator": "nwj", "true_mi": 2.0, "bias": -0.1, "variance": 0.01, "mse": 0.02}]
+    write_fake_run(tmp_path / "runs" / "one", rows, levels=(2.0,))
+    write_fake_run(tmp_path / "runs" / "two", rows + [{**rows[0], "true_mi": 4.0}], levels=(2.0, 4.0))
+    assert main(["leaderboard", str(tmp_path / "runs"), "-o", str(tmp_path / "lb.csv")]) == 0
+    best = [line for line in capsys.readouterr().out.splitlines() if "best on" in line]
+    assert len(best) == 2 and len(set(best)) == 2 and any("schedule 2,4" in line for line in best)

@@ -95,6 +95,32 @@ def test_setups_differing_in_a_field_outside_the_name_get_their_own_figures(tmp_
     assert len(metrics) == 2 and metrics[0].endswith("_n200.png") and metrics[1].endswith("_n300.png"), metrics
 
 
+def test_a_sweep_trend_never_averages_settings_that_are_not_its_axis(tmp_path, monkeypatch):
+    """A sweep over dim and steps (one seed each): the ds trend drew one point per ds at the mean of the two
+    step counts, titled "2 seeds". Each step count is now its own series, named after the field, and every
+    point holds one seed."""
+    import mibench.plots as plots
+    from mibench.analysis.run_figures import plot_results
+
+    for dim in (2, 3):
+        for steps, scale in ((50, 4.0), (500, 1.0)):
+            write_fake_run(tmp_path / "sweep" / f"d{dim}_n{steps}", _rows(0, scale=scale), task_params={"dim": dim},
+                           steps=steps, ds=dim, dr=dim)
+    drawn = {}
+    real = plots.plot_sweep
+
+    def spy(df, axis, path, title="", style=None):
+        drawn[axis] = (df.copy(), style)
+        return real(df, axis, path, title=title, style=style)
+
+    monkeypatch.setattr(plots, "plot_sweep", spy)
+    plot_results(tmp_path / "sweep", tmp_path / "figs")
+    df, style = drawn["ds"]
+    assert style == "setup" and set(df["setup"]) == {"steps 50", "steps 500"}
+    per_point = df.groupby(["ds", "setup", "estimator", "true_mi"]).size()
+    assert per_point.max() == 1 and len(per_point) == 2 * 2 * 2 * 2
+
+
 def test_plot_command_on_a_real_run(tmp_path):
     from mibench.protocols.stream.run import RunConfig, run
 

@@ -236,6 +236,28 @@ def test_config_of_a_sample_run_reruns_it(tmp_path):
     assert b["protocol"] == "sample" and b["config"] == a["config"] and b["rerun_of"]["run_id"] == "s"
 
 
+def test_config_of_a_sample_run_takes_training_flags_and_drops_those_nothing_takes(tmp_path, capsys):
+    """--steps next to --config of a sample run was refused ('not part of its config'), though the config holds
+    it (estimate_kwargs) and the flags next to --config override it; a re-run with --estimator ksg alone kept
+    the critic's recorded steps, which the same flags typed for ksg alone refuse."""
+    assert main(["run", "--task", "gaussian", "--dim", "2", "--estimator", "infonce,ksg", "--mi", "1", "--n", "300",
+                 "--seeds", "0", "--steps", "30", "--timeout", "0", "--quiet", "--no-plot",
+                 "--out", str(tmp_path / "s")]) == 0
+    conf = lambda d: json.loads((tmp_path / d / "config.json").read_text())     # noqa: E731
+    assert conf("s")["config"]["estimate_kwargs"] == {"steps": 30}
+    assert main(["run", "--config", str(tmp_path / "s"), "--steps", "40", "--out", str(tmp_path / "more"), "--quiet",
+                 "--no-plot"]) == 0
+    assert conf("more")["config"]["estimate_kwargs"] == {"steps": 40}
+    assert conf("more")["rerun_of"]["overrides"] == {"steps": 40}
+    assert main(["run", "--config", str(tmp_path / "s"), "--estimator", "ksg", "--out", str(tmp_path / "ksg"),
+                 "--quiet", "--no-plot"]) == 0
+    assert conf("ksg")["config"]["estimate_kwargs"] == {}
+    capsys.readouterr()
+    assert main(["run", "--config", str(tmp_path / "s"), "--estimator", "ksg", "--steps", "40",
+                 "--out", str(tmp_path / "no"), "--quiet", "--no-plot"]) == 2
+    assert "set a critic estimator's training" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("flag", ["--workers", "--threads"])
 def test_sweep_workers_and_threads_below_one_are_refused(tmp_path, capsys, flag):
     assert main(["sweep", "--task", "gaussian", "--steps", "10", flag, "0", "--out", str(tmp_path / "s")]) == 2

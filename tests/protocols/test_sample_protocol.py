@@ -489,9 +489,11 @@ def test_run_n_takes_the_staircase_when_asked_and_four_bits_when_left_out(tmp_pa
     assert levels == {"asked": [2.0, 4.0, 6.0, 8.0, 10.0], "default": [4.0]}
 
 
-def test_a_stop_signal_to_the_process_group_interrupts_the_run_and_records_no_failure(tmp_path):
+@pytest.mark.parametrize("sig,code", [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_stop_signal_to_the_process_group_interrupts_the_run_and_records_no_failure(tmp_path, sig, code):
     """timeout / kill -- -PGID / a scheduler signal the worker too: the estimate in flight was recorded
-    'crashed (exit code -15)', and --resume kept that failed seed for good."""
+    'crashed (exit code -15)', and --resume kept that failed seed for good; Ctrl-C (SIGINT to the group) left a
+    lone 'Process mibench-estimate-worker:' line on stderr."""
     import json
     import os
     import signal
@@ -516,11 +518,24 @@ def test_a_stop_signal_to_the_process_group_interrupts_the_run_and_records_no_fa
                 break
             time.sleep(0.2)
         time.sleep(1.0)
-        os.killpg(p.pid, signal.SIGTERM)
+        os.killpg(p.pid, getattr(signal, sig))
         _, err = p.communicate(timeout=60)
     finally:
         p.kill()
-    assert p.returncode == 143, err
+    assert p.returncode == code, err
+    assert "Process mibench-estimate-worker" not in err and "Traceback" not in err, err
     rows = (out / "sample_estimates.csv").read_text().splitlines()
     assert len(rows) == 2 and "crashed" not in "".join(rows), rows
     assert json.loads((out / "config.json").read_text())["status"] == "interrupted"
+
+
+def test_a_stacked_cell_past_its_timeout_names_the_flag_as_given(tmp_path):
+    """Two seeds of doe-flow train as one cell with one budget of twice --timeout: the message said
+    'no estimate within --timeout 1 s' for --timeout 0.5 and each row recorded the whole cell's time."""
+    out = tmp_path / "run"
+    run_sample(SampleConfig(task="gaussian", task_params={"dim": 2}, estimators=["doe-flow"], mi=1, n=500,
+                            seeds=[0, 1], timeout=0.5, device="cpu"), out_dir=out, plot=False)
+    rows = _csv(out / "sample_estimates.csv")
+    assert [r["status"] for r in rows] == ["timeout", "timeout"]
+    assert all("--timeout 0.5 s per estimate (1 s for the 2 trained together)" in r["error"] for r in rows)
+    assert all(float(r["seconds"]) == pytest.approx(0.5) for r in rows)

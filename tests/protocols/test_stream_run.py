@@ -185,3 +185,19 @@ def test_a_crash_marks_the_run_failed_and_keeps_the_cause(tmp_path):
         assert json.loads((tmp_path / "r" / "config.json").read_text())["status"] == "failed"
     finally:
         TASKS._entries.pop("test-broken")
+
+
+def test_the_run_table_keeps_wide_numbers_apart():
+    """A diverging bound's mean of -25559.643 and MSE of 6.6e8 ran into each other in the printed table
+    ('10-25559.643-25569.64355991221024.59...')."""
+    from types import SimpleNamespace
+
+    from mibench.protocols import get_protocol
+
+    row = {"estimator": "dv", "true_mi": 10.0, "mean_estimate": -25559.643, "bias": -25569.643,
+           "variance": 5.599e9, "mse": 6.567e8, "steps": 300}
+    result = SimpleNamespace(config={"task_info": {"task": "gaussian", "ds": 1, "dr": 1},
+                                     "environment": {"device": "cpu"}, "steps_per_second": 1.0},
+                             summary=[row], diverged={})
+    line = get_protocol("stream").format_result(result).splitlines()[-1]
+    assert line.split() == ["dv", "10", "-2.556e+04", "-2.557e+04", "5.599e+09", "6.567e+08", "300"]

@@ -106,7 +106,7 @@ def test_reproduce_commands_and_recorded_specs(report_site):
     assert ("mibench sweep results/sample_leaderboard/sweep.toml --workers 2 --no-leaderboard "
             "--out results/sample_leaderboard/sweep") in html
     assert "mibench leaderboard results/sample_leaderboard/sweep -o results/sample_leaderboard/leaderboard.csv" in html
-    assert "mibench sweep table3-full.yaml --out results/table3 --workers 2 --threads 1" in html
+    assert "mibench sweep repro/table3-full.yaml --out rerun/table3-full --workers 2 --threads 1" in html
     assert "mibench report results/table3 results/sample_leaderboard -o" in html
     sample = json.loads((REPO / "results/sample_leaderboard/sweep/sweep.json").read_text())["spec"]
     assert load_spec(site / "repro/sample-leaderboard.yaml").to_dict() == SweepSpec.from_dict(sample).to_dict()

@@ -140,6 +140,41 @@ def test_presets_expand_in_both_forms():
     assert {c.config["critic"] for c in load_preset("critics", "full").cells()} == {"joint", "separable", "bilinear"}
 
 
+def test_a_sample_sweep_without_seeds_takes_the_three_default_seeds(tmp_path, capsys):
+    """mibench run --help says a sweep's sample cells default to seeds 0,1,2 (a variance over seeds); they ran
+    seed 0 alone."""
+    assert main(["sweep", "--task", "gaussian", "--estimator", "ksg", "--n", "300", "--out", str(tmp_path / "s"),
+                 "--dry-run"]) == 0
+    assert "gaussian_sample-n300_mi4_seeds0-1-2" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--task", "gaussian", "--set", "dim=1", "--mi", "30"], "holds at most 16 bits"),
+    (["--task", "vision", "--set", "ds=4", "--mi", "5"], "holds at most 4 bits (ds = 4 binary sources)"),
+    (["--task", "text", "--set", "ds=2", "--mi", "3"], "holds at most 2 bits"),
+    (["--task", "gaussian", "--burn-in", "200"], "--burn-in 200 is as long as an MI level"),
+])
+def test_a_cell_that_cannot_run_is_refused_when_the_sweep_is_planned(tmp_path, capsys, args, message):
+    """A level above the task's maximum, or a burn-in as long as a level, failed each cell at its turn (exit 3,
+    'some estimates failed') while --dry-run listed it as todo: refused before anything runs, exit 2."""
+    cmd = ["sweep", *args, "--estimator", "smile-5", "--steps", "100", "--out", str(tmp_path / "s")]
+    assert main([*cmd, "--dry-run"]) == 2
+    assert message in capsys.readouterr().err
+    assert main(cmd) == 2 and not (tmp_path / "s").exists()
+
+
+def test_more_seeds_of_a_sample_sweep_say_where_they_go(tmp_path, capsys):
+    """A streaming sweep extended by a seed resumes; a sample sweep's cell holds all its seeds, so --seeds 0-2
+    over --seeds 0-1 is another sweep: the refusal says so and where the seeds go."""
+    base = ["sweep", "--task", "gaussian", "--set", "dim=2", "--estimator", "ksg", "--n", "300", "--mi", "1",
+            "--timeout", "0", "--no-plot", "--no-leaderboard", "--out", str(tmp_path / "s")]
+    assert main([*base, "--seeds", "0-1"]) == 0
+    capsys.readouterr()
+    assert main([*base, "--seeds", "0-2", "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "(seeds differ)" in err and "another --out" in err and "pools the seeds" in err
+
+
 def test_cli_shorthand_dry_run_and_dump(tmp_path, capsys):
     args = ["sweep", "--task", "gaussian", "--estimator", "smile,nwj", "--seeds", "0,1", "--steps", "200",
             "--set", "dim=2,4", "--out", str(tmp_path / "s"), "--dry-run"]

@@ -29,7 +29,8 @@ class SampleCells(ProtocolCells):
             raise MibenchError("burn_in belongs to the streaming protocol; a sample sweep (n set) has none")
         from mibench.utils.checks import parse_seeds
 
-        seeds = parse_seeds(listify(axes["seeds"])) if axes.get("seeds") is not None else [0]
+        # left out: SampleConfig's default seeds (0, 1, 2), as --help says, so a cell has a variance over seeds
+        seeds = parse_seeds(listify(axes["seeds"])) if axes.get("seeds") is not None else list(SampleConfig().seeds)
         critics = ([check_axis_value("critic", v) for v in listify(axes["critics"])] if axes.get("critics")
                    else ["joint"])
         mis = [check_axis_value("mi", v) for v in listify(axes["mi"])] if axes.get("mi") is not None else [4.0]

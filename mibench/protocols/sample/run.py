@@ -201,12 +201,17 @@ def run_sample(prepared, out_dir=None, *, progress: bool = False, plot: bool = T
         worker = EstimateWorker() if cfg.timeout is not None else None
 
         def estimate(seeds, job):
-            timeout = None if worker is None else cfg.timeout * len(seeds)    # a cell: each member's time
-            if worker is not None:
-                res = worker.run(job, timeout)
-            else:
+            if worker is None:
                 res = estimate_cell(job) if isinstance(job, CellJob) else estimate_once(*job)
-            return res if isinstance(res, list) else [res] * len(seeds)    # a failed worker fails each member
+            else:        # a cell trains its members together: each member's --timeout, in one budget
+                limit = f"--timeout {cfg.timeout:g} s" + (f" per estimate ({cfg.timeout * len(seeds):g} s for the "
+                                                          f"{len(seeds)} trained together)" if len(seeds) > 1 else "")
+                res = worker.run(job, cfg.timeout * len(seeds), limit)
+            if isinstance(res, list):
+                return res
+            # a failed worker fails each member, each with its share of the time
+            share = res.get("seconds", float("nan")) / len(seeds)
+            return [{**res, "seconds": share} for _ in seeds]
 
         done = False
         try:

@@ -19,7 +19,7 @@ from mibench.utils.checks import listify
 class StreamCells(ProtocolCells):
     def expand(self, task: str, task_params: dict, estimators: list, axes: dict, scalars: dict, split) -> list[dict]:
         from mibench.estimators.registry import require_streamable
-        from mibench.protocols.schedule import parse_schedule
+        from mibench.protocols.schedule import check_burn_in, parse_schedule
 
         require_streamable(estimators)
         values = {}
@@ -42,7 +42,7 @@ class StreamCells(ProtocolCells):
                 cfg = StreamConfig(task=task, task_params=dict(task_params), estimators=list(group), **kw,
                                 **{k: v for k, v in scalars.items() if v is not None and k != "timeout"})
                 cfg = cfg.resolved()
-                parse_schedule(cfg.mi, cfg.steps)
+                check_burn_in(cfg.burn_in, parse_schedule(cfg.mi, cfg.steps))     # refused now, not per cell
                 out.append(dataclasses.asdict(cfg))
         return out
 

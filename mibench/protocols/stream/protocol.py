@@ -59,10 +59,18 @@ class StreamProtocol(StreamRecords, StreamCells, RunProtocol):
         header = f"{'estimator':<{width}}{'true':>6}{'mean':>8}{'bias':>8}{'var':>8}{'mse':>8}{'steps':>7}"
         lines += [header, "-" * len(header)]
         for r in result.summary:
-            lines.append(f"{r['estimator']:<{width}}{r['true_mi']:>6g}{r['mean_estimate']:>8.3f}{r['bias']:>8.3f}"
-                         f"{r['variance']:>8.3f}{r['mse']:>8.3f}{r['steps']:>7d}")
+            # a space before every number, however wide (a diverging bound reads -25559.643)
+            cells = "".join(f" {_number(r[k]):>{w}}" for k, w in (("mean_estimate", 7), ("bias", 7), ("variance", 7),
+                                                                   ("mse", 7)))
+            lines.append(f"{r['estimator']:<{width}}{r['true_mi']:>6g}{cells} {r['steps']:>6d}")
         for name, step in result.diverged.items():
             lines.append(f"! {name} diverged (non-finite estimate) at step {step}; its later steps are excluded")
         for note in cfg.get("notes", []):
             lines.append(f"note: {note}")
         return "\n".join(lines)
+
+
+def _number(v: float) -> str:
+    """A summary number as the run's table prints it: 3 decimals, or 4 significant digits when that would
+    be wider than the column."""
+    return f"{v:.3f}" if abs(v) < 1000 else f"{v:.4g}"

@@ -24,7 +24,7 @@ import numpy as np
 from mibench.errors import MibenchError
 from mibench.metrics import summarize
 from mibench.protocols.base import PreparedRun
-from mibench.protocols.schedule import MISchedule, parse_schedule
+from mibench.protocols.schedule import MISchedule, check_burn_in, parse_schedule
 from mibench.protocols.stream.config import StreamConfig, check_memory
 from mibench.records import EstimatesLog, RunHeader, write_summary
 from mibench.records.io import atomic_path
@@ -66,10 +66,7 @@ def prepare(cfg: StreamConfig) -> PreparedStream:
     cfg = cfg.resolved()
     require_streamable(cfg.estimators)   # black-box / generative estimators: sample protocol only
     schedule = parse_schedule(cfg.mi, cfg.steps)
-    shortest = int(np.diff(schedule.boundaries).min())
-    if cfg.burn_in >= shortest:
-        raise MibenchError(f"--burn-in {cfg.burn_in} is as long as an MI level ({shortest} steps): no step would be "
-                           "scored; use a smaller --burn-in or more --steps")
+    check_burn_in(cfg.burn_in, schedule)
     device = resolve_device(cfg.device)
     if cfg.precision == "tf32" and device.type != "cuda":
         raise MibenchError("--precision tf32 needs a CUDA device (on CPU use fp32, or bf16 as the reduced-precision "
