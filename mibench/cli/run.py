@@ -159,19 +159,10 @@ def _sample_training(base, estimators, given: dict) -> dict:
     ``given`` on top; given flags that reach no critic estimator of ``estimators`` are refused as on the command
     line, and recorded ones are dropped where none is left to take them (a run of ksg alone recorded the steps
     of the critic estimators it no longer runs)."""
-    from mibench.errors import MibenchError
-    from mibench.estimators import ESTIMATORS, resolve_estimators
-    from mibench.estimators.kinds import CRITIC
-    from mibench.protocols.sample.config import check_flags_reach_a_critic
+    from mibench.protocols.sample.config import check_flags_reach_a_critic, takes_training_flags
 
     check_flags_reach_a_critic(given, estimators)
-    try:
-        names = resolve_estimators(estimators)
-    except MibenchError:
-        names = []                      # the config's own check says what is wrong with them
-    if names and not any(getattr(ESTIMATORS.get(n).obj, "kind", None) == CRITIC for n in names):
-        return {}
-    return {**(base.estimate_kwargs or {}), **given}
+    return {**(base.estimate_kwargs or {}), **given} if takes_training_flags(estimators) else {}
 
 
 def _protocol_of_config(raw: dict, data):

@@ -343,7 +343,8 @@ def _only_seeds_differ(old: list, new: list) -> bool:
     def strip(cells):
         return sorted(json.dumps({k: v for k, v in c.items() if k != "seeds"}, sort_keys=True, default=str)
                       for c in cells if isinstance(c, dict) and c.get("protocol") == "sample")
-    return bool(old) and len(old) == len(new) and strip(old) == strip(new) and len(strip(new)) == len(new)
+    stripped = strip(new)
+    return bool(old) and len(old) == len(new) == len(stripped) and strip(old) == stripped
 
 
 def _recorded(path: Path, kind: str, overwrite: bool = False) -> dict | None:

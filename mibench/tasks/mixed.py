@@ -54,7 +54,7 @@ class MixedTask(BSCSources):
         self._beta: dict[float, float] = {}
         self._canvas_check = None
         if self.nuisance > 0:       # backgrounds that could hide a digit are left out before anything is drawn
-            self._canvas_check = self._check_canvas()
+            self._check_canvas()
 
     def _truth_identity(self) -> dict:
         return {"image": self._image_info, "text": self._text_info, "layout": self.layout, "side": self.side,

@@ -170,8 +170,8 @@ def background_max(renderer) -> float:
 
 
 def scaled_backgrounds(renderer):
-    """Chunks (start, float32 (k, channels * side * side)) of min(1, eta b) for every background of the
-    renderer, with the renderer's arithmetic: what a pixel blank in the digits (value exactly 0) reads."""
+    """Chunks (float32 (k, channels * side * side), in the pool's order) of min(1, eta b) for every background
+    of the renderer, with the renderer's arithmetic: what a pixel blank in the digits (value exactly 0) reads."""
     bgs, c, side = renderer.backgrounds, renderer.channels, renderer.side
     for s in range(0, bgs.shape[0], BACKGROUND_CHUNK):
         if renderer.bg_ready is not None:
@@ -180,7 +180,7 @@ def scaled_backgrounds(renderer):
             bg = renderer._background(bgs[s:s + BACKGROUND_CHUNK])
         bg = bg.expand(bg.shape[0], c, side, side)
         blank = torch.zeros(bg.shape, device=bg.device).add_(bg, alpha=renderer.nuisance)
-        yield s, blank.clamp_(0.0, 1.0).reshape(bg.shape[0], -1)
+        yield blank.clamp_(0.0, 1.0).reshape(bg.shape[0], -1)
 
 
 def _first_of_each(rows: torch.Tensor) -> torch.Tensor:
@@ -204,7 +204,7 @@ def _saturation_check(renderer, masks: torch.Tensor, vals: list, n0: int) -> dic
                 "reason": "no interior pixel is blank in every pool item, so two backgrounds cannot be told apart "
                           "whatever the digits"}
     at_blank, saturated, brightest = [], [], []
-    for _, c in scaled_backgrounds(renderer):
+    for c in scaled_backgrounds(renderer):
         c = c.cpu()
         at_blank.append(c[:, blank])
         saturated.append(torch.stack([(c[:, p] >= SATURATED).sum(1) for p in pixels], 1))

@@ -341,7 +341,7 @@ class VisionTask(BSCSources):
         self._beta: dict[float, float] = {}
         self._canvas_check = None
         if self.nuisance > 0:       # backgrounds that could hide a digit are left out before anything is drawn
-            self._canvas_check = self._check_canvas()
+            self._check_canvas()
 
     def _truth_identity(self) -> dict:
         return {"pool": self._pool_info, "layout": self.layout, "side": self.side, "nuisance": self.nuisance,

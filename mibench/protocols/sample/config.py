@@ -98,17 +98,25 @@ def check_memory(cfg: SampleConfig, task, device, critic_bound: bool) -> None:
 TRAINING_FLAG_FLOORS = {"steps": 1, "batch_size": 2, "hidden": 1, "layers": 0, "embed": 1}
 
 
+def takes_training_flags(estimators) -> bool:
+    """Whether some estimator of ``estimators`` (names or a spec ``resolve_estimators`` reads) is a critic
+    bound, the only kind a sample run's training flags reach."""
+    from mibench.estimators import ESTIMATORS, resolve_estimators
+    from mibench.estimators.kinds import CRITIC
+
+    return any(getattr(ESTIMATORS.get(n).obj, "kind", None) == CRITIC for n in resolve_estimators(estimators))
+
+
 def check_flags_reach_a_critic(kwargs: dict, estimators) -> None:
     """Training flags of a sample run (``--steps``, ``--lr``, ...) given only where a critic estimator
     takes them: the black-box and generative estimators train with their own settings (recorded as
     ``estimator_settings`` in config.json), so flags given for them alone were ignored in silence.  (A
     sweep's spec-wide settings reach every cell, including cells of other estimators, so it is checked
     on the command line only.)"""
-    from mibench.estimators import ESTIMATORS, resolve_estimators
-    from mibench.estimators.kinds import CRITIC
+    from mibench.estimators import resolve_estimators
 
     names = resolve_estimators(estimators)
-    if kwargs and not any(getattr(ESTIMATORS.get(n).obj, "kind", None) == CRITIC for n in names):
+    if kwargs and not takes_training_flags(names):
         flags = ", ".join("--" + k.replace("_", "-") for k in sorted(kwargs))
         own = "uses its" if len(names) == 1 else "use their"
         raise MibenchError(f"{flags} set a critic estimator's training; {', '.join(names)} {own} own settings "
