@@ -135,7 +135,7 @@ class SampleRecords(ProtocolRecords):
         lines = [f"{'#' * level} {f['task']}{params}{dims_text(f)} · sample protocol, n = {f['n']} pairs per "
                  f"dataset · MI {f['schedule']} bits · critic-bound estimators: {f['critic']} critic via "
                  "mibench.estimate" + (f" ({kw})" if kw else " (data-sized defaults)"), "",
-                 *([truth_text(f), ""] if truth_text(f) else []),
+                 *([truth, ""] if (truth := truth_text(f)) else []),
                  "| rank | estimator | kind | bound | avg MSE | true MI | estimate | bias | variance | MSE | seeds "
                  "| failed | s / estimate | parameters | status |",
                  "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]

@@ -124,7 +124,7 @@ class StreamRecords(ProtocolRecords):
         lines = [f"{'#' * level} {f['task']}{params}{dims_text(f)} · {f['critic']} critic "
                  f"{f['layers']}×{f['hidden']} · batch {f['batch_size']} · lr {f['lr']:g} · {f['steps']} steps · "
                  f"MI {f['schedule']} bits" + (f" · burn-in {f['burn_in']}" if f["burn_in"] else ""), "",
-                 *([truth_text(f), ""] if truth_text(f) else []),
+                 *([truth, ""] if (truth := truth_text(f)) else []),
                  "| rank | estimator | bound | avg MSE | true MI | estimate | bias | variance | MSE | seeds "
                  "| diverged |",
                  "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
